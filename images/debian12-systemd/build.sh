@@ -86,6 +86,9 @@ rm -f "$root/etc/apt/apt.conf.d/docker-clean"
 echo 'Binary::apt::APT::Keep-Downloaded-Packages "true";' >"$root/etc/apt/apt.conf.d/90sparkfleet-keep-debs"
 chroot "$root" apt-get clean
 rm -rf "$root/var/lib/apt/lists/"* "$root/var/log/"*.log "$root/var/cache/debconf/"*-old
+# No package lists ship in the image: make them look ancient, so the first
+# `apt: update_cache: true, cache_valid_time: N` in a test host really updates.
+touch -d @0 "$root/var/lib/apt/lists"
 
 tar --numeric-owner -C "$root" -c . | docker import \
   --change 'ENV container=docker' \

@@ -1,0 +1,74 @@
+# sparkfleet front door. Two commands matter:
+#   make lab    bring up the local lab cluster in containers and run a Pi job on it
+#   make test   run the whole test suite (what CI runs: .ci/run)
+# Both work on a fresh Debian machine as root: they install and start Docker,
+# create the virtualenv and build the base image when missing.
+SHELL := /bin/bash
+.SHELLFLAGS := -euo pipefail -c
+.DEFAULT_GOAL := help
+
+VENV ?= .venv
+PYTHON ?= python3
+# Molecule scenarios, in the order `make molecule` runs them.
+SCENARIOS ?= preflight common spark_cluster
+
+export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
+export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
+export ANSIBLE_FORCE_COLOR ?= 0
+export PY_COLORS ?= 0
+# Behind an intercepting proxy, pip in the venv must use the system CA bundle
+# (which carries the proxy's CA), not certifi's.
+ifneq ($(wildcard /etc/ssl/certs/ca-certificates.crt),)
+export PIP_CERT ?= /etc/ssl/certs/ca-certificates.crt
+endif
+
+.PHONY: help venv collections docker image lint unit molecule test lab lab-destroy bench clean
+
+help: ## List the targets.
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
+
+venv: $(VENV)/.requirements.txt ## Create the virtualenv from requirements.txt (pinned).
+$(VENV)/.requirements.txt: requirements.txt
+	@test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install -q --disable-pip-version-check -r requirements.txt
+	@cp requirements.txt $@
+
+collections: venv ## Check the pinned collections (shipped in the ansible bundle).
+	@$(VENV)/bin/python scripts/check-collections.py
+
+docker: ## Install and start the Docker engine if needed.
+	@bash scripts/ensure-docker.sh
+
+image: docker ## Build the base image from Debian packages (cached by recipe).
+	@bash images/debian12-systemd/build.sh
+
+lint: venv ## yamllint and ansible-lint (production profile).
+	yamllint -s .
+	ansible-lint --profile production
+
+unit: venv ## pytest unit tests (plugins, rendered templates, role contracts).
+	pytest -q tests/unit
+
+molecule: venv collections image ## Every Molecule scenario (converge, idempotence, verify).
+	@for s in $(SCENARIOS); do \
+	  echo "=== molecule test -s $$s"; start=$$(date +%s); \
+	  molecule test -s $$s || { echo "=== scenario $$s FAILED"; exit 1; }; \
+	  echo "=== scenario $$s passed in $$(( $$(date +%s) - start ))s"; \
+	done
+
+test: venv collections docker image lint unit molecule ## The whole suite (CI runs this).
+	@echo "make test: all suites passed"
+
+lab: venv collections image ## Local lab: 1 master + 2 workers in containers, then a Pi job.
+	ansible-playbook playbooks/lab.yml
+	ansible-playbook site.yml
+	ansible-playbook playbooks/smoke_test.yml
+
+lab-destroy: venv ## Remove the lab containers and network.
+	ansible-playbook playbooks/lab.yml -e lab_state=absent
+
+bench: venv ## Benchmarks (figures, not assertions).
+	@bash bench/run.sh
+
+clean: ## Remove the virtualenv and caches (not the images).
+	rm -rf $(VENV) .cache .pytest_cache

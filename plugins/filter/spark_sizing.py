@@ -1,0 +1,131 @@
+# -*- coding: utf-8 -*-
+# Copyright: sparkfleet contributors
+# Apache License 2.0
+"""Spark sizing filters: derive worker and executor resources from host facts.
+
+The ``spark`` role's defaults use these, so a plain inventory gets sensible
+numbers while every figure stays an ordinary variable a user can override.
+
+``spark_reserved_memory_mb(facts)``
+    Memory a worker host keeps for the OS and the Spark daemons: 10% of its
+    memory, at least 1 GiB.
+
+``spark_worker_resources(facts, reserved_cores, reserved_memory_mb)``
+    Cores and memory a standalone worker offers to executors: all vCPUs and
+    memory less what is reserved (never less than 1 core and 512 MiB).
+
+``spark_worker_offer(hostvars_of_a_worker)``
+    What one worker offers, seen from any host of the play: its inventory
+    overrides (spark_worker_cores, spark_worker_memory_mb, spark_worker_reserved_*)
+    where set, otherwise derived from its facts as above.
+
+``spark_executor_sizing(offers, max_cores=4, headroom=0.1)``
+    Executor cores and heap for a cluster whose workers make ``offers``: sized
+    on the smallest worker so an executor fits anywhere; at most ``max_cores``
+    cores (the seed cluster ran 4-core / 18 GB executors), as many executors as
+    fit, each an equal share of memory less ``headroom`` for JVM overhead
+    (standalone workers do not add spark.executor.memoryOverhead).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from ansible.errors import AnsibleFilterError
+
+MIN_WORKER_MEMORY_MB = 512
+MIN_EXECUTOR_MEMORY_MB = 512
+MIN_RESERVED_MEMORY_MB = 1024
+
+
+def _as_int(value, name):
+    if isinstance(value, bool):
+        raise AnsibleFilterError(f"{name} must be an integer, got {value!r}")
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise AnsibleFilterError(f"{name} must be an integer, got {value!r}")
+
+
+def _facts_needed(facts, who="the host"):
+    if not isinstance(facts, Mapping):
+        raise AnsibleFilterError("expected a host's ansible_facts mapping")
+    vcpus = facts.get("processor_vcpus") or facts.get("processor_count")
+    total_mb = facts.get("memtotal_mb")
+    if vcpus is None or total_mb is None:
+        raise AnsibleFilterError(
+            f"the facts processor_vcpus and memtotal_mb of {who} are unknown: gather facts on it "
+            "(or keep a fact cache), or set spark_worker_cores and spark_worker_memory_mb"
+        )
+    return _as_int(vcpus, "processor_vcpus"), _as_int(total_mb, "memtotal_mb")
+
+
+def spark_reserved_memory_mb(facts):
+    _, total_mb = _facts_needed(facts)
+    return max(MIN_RESERVED_MEMORY_MB, total_mb // 10)
+
+
+def spark_worker_resources(facts, reserved_cores, reserved_memory_mb):
+    vcpus, total_mb = _facts_needed(facts)
+    reserved_cores = _as_int(reserved_cores, "reserved_cores")
+    reserved_memory_mb = _as_int(reserved_memory_mb, "reserved_memory_mb")
+    return {
+        "cores": max(1, vcpus - reserved_cores),
+        "memory_mb": max(MIN_WORKER_MEMORY_MB, total_mb - reserved_memory_mb),
+    }
+
+
+def spark_worker_offer(hostvars):
+    if not isinstance(hostvars, Mapping):
+        raise AnsibleFilterError("spark_worker_offer expects a worker's hostvars")
+    name = hostvars.get("inventory_hostname", "a worker")
+    cores = hostvars.get("spark_worker_cores")
+    memory_mb = hostvars.get("spark_worker_memory_mb")
+    if cores is None or memory_mb is None:
+        facts = hostvars.get("ansible_facts") or {}
+        _facts_needed(facts, name)
+        reserved_mb = hostvars.get("spark_worker_reserved_memory_mb")
+        if reserved_mb is None:
+            reserved_mb = spark_reserved_memory_mb(facts)
+        derived = spark_worker_resources(facts, hostvars.get("spark_worker_reserved_cores", 0), reserved_mb)
+        cores = derived["cores"] if cores is None else cores
+        memory_mb = derived["memory_mb"] if memory_mb is None else memory_mb
+    return {
+        "host": name,
+        "cores": _as_int(cores, f"spark_worker_cores of {name}"),
+        "memory_mb": _as_int(memory_mb, f"spark_worker_memory_mb of {name}"),
+    }
+
+
+def spark_executor_sizing(offers, max_cores=4, headroom=0.1):
+    offers = list(offers or [])
+    if not offers:
+        raise AnsibleFilterError("spark_executor_sizing needs at least one worker offer")
+    worker_cores = min(_as_int(o["cores"], "cores") for o in offers)
+    worker_memory_mb = min(_as_int(o["memory_mb"], "memory_mb") for o in offers)
+    max_cores = _as_int(max_cores, "max_cores")
+    if worker_cores < 1 or worker_memory_mb < 1 or max_cores < 1:
+        raise AnsibleFilterError("spark_executor_sizing needs positive cores and memory")
+    try:
+        headroom = float(headroom)
+    except (TypeError, ValueError):
+        raise AnsibleFilterError(f"headroom must be a number, got {headroom!r}")
+    if not 0 <= headroom < 1:
+        raise AnsibleFilterError("headroom must be in [0, 1)")
+    cores = min(max_cores, worker_cores)
+    per_worker = max(1, worker_cores // cores)
+    memory_mb = int(worker_memory_mb / per_worker * (1 - headroom))
+    memory_mb = max(MIN_EXECUTOR_MEMORY_MB, memory_mb - memory_mb % 128)
+    return {"cores": cores, "memory_mb": memory_mb, "per_worker": per_worker}
+
+
+class FilterModule:
+    """Spark sizing filters."""
+
+    def filters(self):
+        return {
+            "spark_reserved_memory_mb": spark_reserved_memory_mb,
+            "spark_worker_resources": spark_worker_resources,
+            "spark_worker_offer": spark_worker_offer,
+            "spark_executor_sizing": spark_executor_sizing,
+        }

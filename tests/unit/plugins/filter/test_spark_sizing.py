@@ -1,0 +1,98 @@
+"""The sizing filters behind the spark role's derived defaults."""
+
+import pytest
+from ansible.errors import AnsibleFilterError
+
+from conftest import load_plugin
+
+sizing = load_plugin("filter", "spark_sizing")
+
+N2_HIGHMEM_8 = {"processor_vcpus": 8, "memtotal_mb": 64 * 1024}
+
+
+def test_reserved_memory_is_a_tenth_with_a_floor_of_one_gib():
+    assert sizing.spark_reserved_memory_mb(N2_HIGHMEM_8) == 6553
+    assert sizing.spark_reserved_memory_mb({"processor_vcpus": 2, "memtotal_mb": 4096}) == 1024
+
+
+def test_worker_offers_everything_but_the_reserve():
+    assert sizing.spark_worker_resources(N2_HIGHMEM_8, 1, 4096) == {"cores": 7, "memory_mb": 61440}
+
+
+def test_worker_never_offers_less_than_one_core_and_512_mib():
+    tiny = {"processor_vcpus": 1, "memtotal_mb": 1024}
+    assert sizing.spark_worker_resources(tiny, 4, 2048) == {"cores": 1, "memory_mb": 512}
+
+
+def test_processor_count_is_used_when_vcpus_are_missing():
+    assert sizing.spark_worker_resources({"processor_count": 3, "memtotal_mb": 8192}, 0, 1024)["cores"] == 3
+
+
+def test_missing_facts_say_what_to_do():
+    with pytest.raises(AnsibleFilterError, match="gather facts"):
+        sizing.spark_worker_resources({}, 0, 1024)
+
+
+@pytest.mark.parametrize("bad", ["two", None, True, 2.5j])
+def test_non_integer_reserve_is_refused(bad):
+    with pytest.raises(AnsibleFilterError, match="integer"):
+        sizing.spark_worker_resources(N2_HIGHMEM_8, bad, 1024)
+
+
+def test_worker_offer_prefers_inventory_overrides():
+    hv = {"inventory_hostname": "w1", "spark_worker_cores": "3", "ansible_facts": N2_HIGHMEM_8}
+    offer = sizing.spark_worker_offer(hv)
+    assert offer == {"host": "w1", "cores": 3, "memory_mb": 64 * 1024 - 6553}
+
+
+def test_worker_offer_derives_from_facts_with_reserves():
+    hv = {"inventory_hostname": "w2", "ansible_facts": N2_HIGHMEM_8,
+          "spark_worker_reserved_cores": 2, "spark_worker_reserved_memory_mb": 2048}
+    assert sizing.spark_worker_offer(hv) == {"host": "w2", "cores": 6, "memory_mb": 63488}
+
+
+def test_worker_offer_without_facts_names_the_host():
+    with pytest.raises(AnsibleFilterError, match="w3"):
+        sizing.spark_worker_offer({"inventory_hostname": "w3"})
+
+
+def test_worker_offer_with_both_overrides_needs_no_facts():
+    hv = {"inventory_hostname": "w4", "spark_worker_cores": 2, "spark_worker_memory_mb": 4096}
+    assert sizing.spark_worker_offer(hv)["memory_mb"] == 4096
+
+
+def test_seed_cluster_shape_four_core_executors():
+    # The seed ran 4-core / 18 GB executors on 16-vCPU, ~80 GB workers.
+    result = sizing.spark_executor_sizing([{"cores": 16, "memory_mb": 80 * 1024}], 4)
+    assert result["cores"] == 4
+    assert result["per_worker"] == 4
+    assert 18 * 1024 <= result["memory_mb"] <= 20 * 1024
+    assert result["memory_mb"] % 128 == 0
+
+
+def test_executors_fit_on_the_smallest_worker():
+    offers = [{"cores": 8, "memory_mb": 30000}, {"cores": 2, "memory_mb": 6000}]
+    result = sizing.spark_executor_sizing(offers, 4)
+    assert result["cores"] == 2
+    assert result["memory_mb"] * result["per_worker"] <= 6000
+
+
+def test_executor_memory_has_a_floor():
+    assert sizing.spark_executor_sizing([{"cores": 8, "memory_mb": 1024}], 1)["memory_mb"] == 512
+
+
+@pytest.mark.parametrize("offers, max_cores, headroom", [
+    ([], 4, 0.1),
+    ([{"cores": 0, "memory_mb": 1024}], 4, 0.1),
+    ([{"cores": 2, "memory_mb": 1024}], 0, 0.1),
+    ([{"cores": 2, "memory_mb": 1024}], 4, 1.5),
+    ([{"cores": 2, "memory_mb": 1024}], 4, "lots"),
+])
+def test_executor_sizing_rejects_nonsense(offers, max_cores, headroom):
+    with pytest.raises(AnsibleFilterError):
+        sizing.spark_executor_sizing(offers, max_cores, headroom)
+
+
+def test_filters_are_registered():
+    names = set(sizing.FilterModule().filters())
+    assert names == {"spark_reserved_memory_mb", "spark_worker_resources", "spark_worker_offer", "spark_executor_sizing"}

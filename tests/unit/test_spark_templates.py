@@ -1,0 +1,95 @@
+"""The spark role's templates, rendered with Ansible's own templating."""
+
+import pathlib
+
+import pytest
+from ansible.parsing.dataloader import DataLoader
+from ansible.template import Templar, trust_as_template
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+TEMPLATES = ROOT / "roles" / "spark" / "templates"
+
+BASE = {
+    "ansible_managed": "Ansible managed",
+    "__spark_master_url": "spark://m1:7077",
+    "spark_driver_memory_mb": 1024,
+    "spark_executor_cores": 4,
+    "spark_executor_memory_mb": 18432,
+    "spark_dynamic_allocation_enabled": True,
+    "spark_dynamic_allocation_min_executors": 0,
+    "spark_dynamic_allocation_max_executors": 0,
+    "spark_event_log_dir": "file:///var/lib/spark/events",
+    "spark_history_webui_port": 18080,
+    "spark_master_rest_enabled": False,
+    "spark_worker_cleanup_enabled": True,
+    "spark_worker_cleanup_app_data_ttl": 604800,
+    "spark_authenticate": True,
+    "__spark_auth_secret": "s3cr3t",
+    "spark_network_crypto_enabled": True,
+    "spark_extra_defaults": {},
+}
+
+
+def render(name, **overrides):
+    variables = dict(BASE, **overrides)
+    templar = Templar(loader=DataLoader(), variables=variables)
+    return templar.template(trust_as_template((TEMPLATES / name).read_text()))
+
+
+def properties(text):
+    props = {}
+    for line in text.splitlines():
+        if line.strip() and not line.lstrip().startswith("#"):
+            key, _, value = line.strip().partition(" ")
+            assert key not in props, f"{key} set twice"
+            props[key] = value.strip()
+    return props
+
+
+def test_defaults_secure_and_seed_sized():
+    props = properties(render("spark-defaults.conf.j2"))
+    assert props["spark.master"] == "spark://m1:7077"
+    assert props["spark.authenticate"] == "true"
+    assert props["spark.authenticate.secret"] == "s3cr3t"
+    assert props["spark.network.crypto.enabled"] == "true"
+    assert props["spark.master.rest.enabled"] == "false"
+    assert props["spark.worker.cleanup.enabled"] == "true"
+    assert props["spark.executor.cores"] == "4"
+    assert props["spark.executor.memory"] == "18432m"
+    assert props["spark.eventLog.enabled"] == "true"
+    assert props["spark.eventLog.dir"] == props["spark.history.fs.logDirectory"]
+    assert props["spark.dynamicAllocation.enabled"] == "true"
+    assert props["spark.dynamicAllocation.shuffleTracking.enabled"] == "true"
+    assert "spark.dynamicAllocation.maxExecutors" not in props
+
+
+def test_no_secret_when_authentication_is_off():
+    props = properties(render("spark-defaults.conf.j2", spark_authenticate=False))
+    assert props["spark.authenticate"] == "false"
+    assert not any(k.startswith("spark.authenticate.secret") or k.startswith("spark.network.crypto") for k in props)
+
+
+def test_bounded_dynamic_allocation_and_extra_properties():
+    props = properties(render("spark-defaults.conf.j2", spark_dynamic_allocation_max_executors=12,
+                              spark_extra_defaults={"spark.sql.shuffle.partitions": 64}))
+    assert props["spark.dynamicAllocation.maxExecutors"] == "12"
+    assert props["spark.sql.shuffle.partitions"] == "64"
+
+
+def test_static_allocation_drops_the_dynamic_settings():
+    props = properties(render("spark-defaults.conf.j2", spark_dynamic_allocation_enabled=False))
+    assert props["spark.dynamicAllocation.enabled"] == "false"
+    assert "spark.dynamicAllocation.shuffleTracking.enabled" not in props
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_systemd_unit_runs_spark_class_in_the_foreground(enabled):
+    unit = render("spark.service.j2", spark_version="3.5.8", spark_user="spark", spark_group="spark",
+                  spark_home="/opt/spark/current", spark_conf_dir="/etc/spark/conf", spark_data_dir="/var/lib/spark",
+                  item={"name": "spark-worker", "description": "worker", "enabled": enabled,
+                        "class": "org.apache.spark.deploy.worker.Worker", "args": "--cores 2 spark://m1:7077"})
+    lines = unit.splitlines()
+    assert "ExecStart=/opt/spark/current/bin/spark-class org.apache.spark.deploy.worker.Worker --cores 2 spark://m1:7077" in lines
+    assert "Restart=on-failure" in lines
+    assert "User=spark" in lines
+    assert "Environment=SPARK_NO_DAEMONIZE=true" in lines

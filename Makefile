@@ -22,7 +22,7 @@ ifneq ($(wildcard /etc/ssl/certs/ca-certificates.crt),)
 export PIP_CERT ?= /etc/ssl/certs/ca-certificates.crt
 endif
 
-.PHONY: help venv collections docker image lint unit molecule test lab lab-destroy bench clean
+.PHONY: help venv collections docker image lint unit molecule test lab lab-destroy clean
 
 help: ## List the targets.
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -67,8 +67,6 @@ lab: venv collections image ## Local lab: 1 master + 2 workers in containers, th
 lab-destroy: venv ## Remove the lab containers and network.
 	ansible-playbook playbooks/lab.yml -e lab_state=absent
 
-bench: venv ## Benchmarks (figures, not assertions).
-	@bash bench/run.sh
 
 clean: ## Remove the virtualenv and caches (not the images).
 	rm -rf $(VENV) .cache .pytest_cache

@@ -80,8 +80,8 @@ for unit in getty.target console-getty.service systemd-udevd.service \
 done
 : >"$root/etc/machine-id"
 echo 'sparkfleet' >"$root/etc/hostname"
-# Keep downloaded .debs: the harness shares /var/cache/apt/archives between
-# test hosts, so each package is fetched from the mirror once per machine.
+# Keep downloaded .debs: the harness mounts a per-host directory of this machine
+# on /var/cache/apt/archives, so a re-created test host installs from the cache.
 rm -f "$root/etc/apt/apt.conf.d/docker-clean"
 echo 'Binary::apt::APT::Keep-Downloaded-Packages "true";' >"$root/etc/apt/apt.conf.d/90sparkfleet-keep-debs"
 chroot "$root" apt-get clean

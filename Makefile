@@ -10,7 +10,7 @@ SHELL := /bin/bash
 VENV ?= .venv
 PYTHON ?= python3
 # Molecule scenarios, in the order `make molecule` runs them.
-SCENARIOS ?= preflight common spark_cluster
+SCENARIOS ?= preflight common spark_cluster spark_tarball
 
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
@@ -33,8 +33,11 @@ $(VENV)/.requirements.txt: requirements.txt
 	$(VENV)/bin/pip install -q --disable-pip-version-check -r requirements.txt
 	@cp requirements.txt $@
 
-collections: venv ## Check the pinned collections (shipped in the ansible bundle).
-	@$(VENV)/bin/python scripts/check-collections.py
+collections: venv ## The pinned collections: from the ansible bundle, else from Galaxy.
+	@$(VENV)/bin/python scripts/check-collections.py || { \
+	  echo "collections: installing requirements.yml from Galaxy into ./collections"; \
+	  ansible-galaxy collection install -r requirements.yml -p collections; \
+	  $(VENV)/bin/python scripts/check-collections.py; }
 
 docker: ## Install and start the Docker engine if needed.
 	@bash scripts/ensure-docker.sh

@@ -44,6 +44,7 @@ fi
 
 command -v debootstrap >/dev/null || {
   echo "image: installing debootstrap" >&2
+  apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null
 }
 

@@ -22,7 +22,8 @@ if command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then
 fi
 if ! docker info >/dev/null 2>&1; then
   echo "docker: starting dockerd (log: $log)"
-  nohup dockerd >>"$log" 2>&1 &
+  # Its own session: dockerd must outlive the shell (and process group) that started it.
+  setsid nohup dockerd >>"$log" 2>&1 </dev/null &
 fi
 for _ in $(seq 1 60); do
   if docker info >/dev/null 2>&1; then

@@ -81,6 +81,47 @@ for unit in getty.target console-getty.service systemd-udevd.service \
 done
 : >"$root/etc/machine-id"
 echo 'sparkfleet' >"$root/etc/hostname"
+
+# Reached like a cloud VM: over SSH, as the unprivileged sudo user `admin` (the
+# default user of Debian's cloud images). No password at all ('*': key
+# authentication only). Its authorized key is NOT baked in: the lab bind-mounts a
+# public key read-only on /home/admin/.ssh/authorized_keys, as a cloud's metadata
+# key injection would provide it (sshd's StrictModes accepts a root-owned 0644 file).
+chroot "$root" useradd --create-home --uid 1000 --user-group --shell /bin/bash \
+  --password '*' admin
+install -d -m 0700 -o 1000 -g 1000 "$root/home/admin/.ssh"
+echo 'admin ALL=(ALL) NOPASSWD:ALL' >"$root/etc/sudoers.d/90-admin"
+chmod 0440 "$root/etc/sudoers.d/90-admin"
+chroot "$root" visudo -cf /etc/sudoers.d/90-admin >/dev/null
+
+# sshd: keys only, never root.
+cat >"$root/etc/ssh/sshd_config.d/50-sparkfleet.conf" <<'SSHD'
+# sparkfleet base image: key authentication only, no root login.
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+PermitRootLogin no
+SSHD
+# No SSH host keys in the image (every container would share them): each container
+# generates its own at boot, before Debian's `sshd -t` check (`ssh-keygen -A`
+# creates only the missing ones, so a restarted container keeps its keys).
+rm -f "$root"/etc/ssh/ssh_host_*
+# (The drop-in restates Debian's only ExecStartPre after ssh-keygen: fail the build
+# if Debian's unit changes.)
+[ "$(grep '^ExecStartPre=' "$root/lib/systemd/system/ssh.service")" = 'ExecStartPre=/usr/sbin/sshd -t' ]
+mkdir -p "$root/etc/systemd/system/ssh.service.d"
+cat >"$root/etc/systemd/system/ssh.service.d/50-sparkfleet-host-keys.conf" <<'UNIT'
+[Service]
+ExecStartPre=
+ExecStartPre=/usr/bin/ssh-keygen -A
+ExecStartPre=/usr/sbin/sshd -t
+UNIT
+chroot "$root" systemctl enable ssh.service >/dev/null 2>&1
+# Setting the audit login uid needs CAP_AUDIT_CONTROL, which a container lacks when
+# its engine already runs with one set (dockerd started from a login session):
+# auditing only, so a failure must not refuse the login.
+grep -qE '^session\s+required\s+pam_loginuid\.so' "$root/etc/pam.d/sshd"
+sed -i -E 's/^session(\s+)required(\s+)pam_loginuid\.so/session\1optional\2pam_loginuid.so/' "$root/etc/pam.d/sshd"
+
 # Keep downloaded .debs: the harness mounts a per-host directory of this machine
 # on /var/cache/apt/archives, so a re-created test host installs from the cache.
 rm -f "$root/etc/apt/apt.conf.d/docker-clean"

@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/env python
 """Check that every collection pinned in requirements.yml is installed at that
 version (the `ansible` bundle from requirements.txt provides them). Exit 1 and
 say which are missing or differ; `ansible-galaxy collection install -r

@@ -6,18 +6,23 @@
 The ``spark`` role's defaults use these, so a plain inventory gets sensible
 numbers while every figure stays an ordinary variable a user can override.
 
-``spark_reserved_memory_mb(facts)``
+``spark_reserved_memory_mb(facts, step_mb=256)``
     Memory a worker host keeps for the OS and the Spark daemons: 10% of its
     memory, at least 1 GiB.
 
-``spark_worker_resources(facts, reserved_cores, reserved_memory_mb)``
+``spark_worker_resources(facts, reserved_cores, reserved_memory_mb, step_mb=256)``
     Cores and memory a standalone worker offers to executors: all vCPUs and
     memory less what is reserved (never less than 1 core and 512 MiB).
+
+Memory derived from facts is rounded down to a multiple of ``step_mb``: a
+kernel update that shifts MemTotal by a few MB then leaves every figure, and
+so every host's configuration, as it was (unless the shift crosses a step).
 
 ``spark_worker_offer(hostvars_of_a_worker)``
     What one worker offers, seen from any host of the play: its inventory
     overrides (spark_worker_cores, spark_worker_memory_mb, spark_worker_reserved_*)
-    where set, otherwise derived from its facts as above.
+    where set, otherwise derived from its facts as above (with its
+    spark_memory_rounding_mb, default 256).
 
 ``spark_executor_sizing(offers, max_cores=4, headroom=0.1)``
     Executor cores and heap for a cluster whose workers make ``offers``: sized
@@ -36,6 +41,11 @@ from ansible.errors import AnsibleFilterError
 MIN_WORKER_MEMORY_MB = 512
 MIN_EXECUTOR_MEMORY_MB = 512
 MIN_RESERVED_MEMORY_MB = 1024
+DEFAULT_STEP_MB = 256
+
+
+def _round_down(value, step):
+    return value - value % step if step > 1 else value
 
 
 def _as_int(value, name):
@@ -60,18 +70,29 @@ def _facts_needed(facts, who="the host"):
     return _as_int(vcpus, "processor_vcpus"), _as_int(total_mb, "memtotal_mb")
 
 
-def spark_reserved_memory_mb(facts):
-    _, total_mb = _facts_needed(facts)
-    return max(MIN_RESERVED_MEMORY_MB, total_mb // 10)
+def _step(step_mb):
+    step = _as_int(step_mb, "step_mb")
+    if step < 1:
+        raise AnsibleFilterError(f"step_mb must be at least 1, got {step_mb!r}")
+    return step
 
 
-def spark_worker_resources(facts, reserved_cores, reserved_memory_mb):
+def spark_reserved_memory_mb(facts, step_mb=DEFAULT_STEP_MB):
+    step = _step(step_mb)
+    total_mb = _facts_needed(facts)[1]
+    total_mb = _round_down(total_mb, step)
+    return max(MIN_RESERVED_MEMORY_MB, _round_down(total_mb // 10, step))
+
+
+def spark_worker_resources(facts, reserved_cores, reserved_memory_mb, step_mb=DEFAULT_STEP_MB):
+    step = _step(step_mb)
     vcpus, total_mb = _facts_needed(facts)
     reserved_cores = _as_int(reserved_cores, "reserved_cores")
     reserved_memory_mb = _as_int(reserved_memory_mb, "reserved_memory_mb")
+    offered = _round_down(_round_down(total_mb, step) - reserved_memory_mb, step)
     return {
         "cores": max(1, vcpus - reserved_cores),
-        "memory_mb": max(MIN_WORKER_MEMORY_MB, total_mb - reserved_memory_mb),
+        "memory_mb": max(MIN_WORKER_MEMORY_MB, offered),
     }
 
 
@@ -84,10 +105,11 @@ def spark_worker_offer(hostvars):
     if cores is None or memory_mb is None:
         facts = hostvars.get("ansible_facts") or {}
         _facts_needed(facts, name)
+        step = hostvars.get("spark_memory_rounding_mb", DEFAULT_STEP_MB)
         reserved_mb = hostvars.get("spark_worker_reserved_memory_mb")
         if reserved_mb is None:
-            reserved_mb = spark_reserved_memory_mb(facts)
-        derived = spark_worker_resources(facts, hostvars.get("spark_worker_reserved_cores", 0), reserved_mb)
+            reserved_mb = spark_reserved_memory_mb(facts, step)
+        derived = spark_worker_resources(facts, hostvars.get("spark_worker_reserved_cores", 0), reserved_mb, step)
         cores = derived["cores"] if cores is None else cores
         memory_mb = derived["memory_mb"] if memory_mb is None else memory_mb
     return {

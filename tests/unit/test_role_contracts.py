@@ -1,61 +1,115 @@
 """Every role keeps the collection's contract: documented defaults, an argument
-spec that matches them (with a `validate` entry point for the preflight play),
-and a README that lists every variable."""
+spec that matches them (names AND values), a README generated from both, and, for
+the component roles, a `validate` entry point that the preflight play runs."""
 
 import pathlib
+import subprocess
+import sys
 
 import pytest
 import yaml
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-ROLES = sorted(p.name for p in (ROOT / "roles").iterdir() if (p / "tasks" / "main.yml").exists())
+ROLES = sorted(p.name for p in (ROOT / "roles").iterdir() if (p / "meta" / "argument_specs.yml").exists())
+# Component roles run in a layer and are validated by the preflight play; the others are
+# shared mechanisms (secrets, download, platform, service) that component roles call.
+LAYER_ROLES = sorted(r for r in ROLES if (ROOT / "roles" / r / "tasks" / "validate.yml").exists())
 
 
 def _yaml(path):
     return yaml.safe_load(path.read_text()) or {}
 
 
+def _specs(role):
+    return _yaml(ROOT / "roles" / role / "meta" / "argument_specs.yml")["argument_specs"]
+
+
 def test_there_are_roles():
-    assert {"common", "java", "spark"} <= set(ROLES)
+    assert {"common", "java", "spark"} <= set(LAYER_ROLES)
+    assert {"secrets", "download", "platform", "service"} <= set(ROLES)
 
 
 @pytest.mark.parametrize("role", ROLES)
 def test_argument_spec_matches_defaults(role):
     base = ROOT / "roles" / role
     defaults = _yaml(base / "defaults" / "main.yml")
-    specs = _yaml(base / "meta" / "argument_specs.yml")["argument_specs"]
-    options = specs["main"]["options"]
+    options = _specs(role)["main"]["options"]
     assert set(defaults) - set(options) == set(), "defaults without a spec entry"
-    assert set(options) - set(defaults) == set(), "spec entries without a default"
+    optional = {name for name, option in options.items() if not option.get("required")}
+    assert optional - set(defaults) == set(), "optional spec entries without a default"
     for name, option in options.items():
         assert option.get("type"), f"{name} has no type"
         assert option.get("description"), f"{name} has no description"
+        if option.get("required"):
+            assert name not in defaults, f"{name} is required, so it has no default"
+        # One source: a spec that states a default states the one defaults/main.yml has.
+        if "default" in option:
+            assert option["default"] == defaults[name], f"{name}: spec default {option['default']!r} != {defaults[name]!r}"
 
 
 @pytest.mark.parametrize("role", ROLES)
+def test_templated_defaults_are_not_restated_in_the_spec(role):
+    defaults = _yaml(ROOT / "roles" / role / "defaults" / "main.yml")
+    options = _specs(role)["main"]["options"]
+    restated = [n for n, v in defaults.items() if isinstance(v, str) and "{{" in v and "default" in options.get(n, {})]
+    assert restated == []
+
+
+@pytest.mark.parametrize("role", LAYER_ROLES)
 def test_validate_entry_point_checks_the_same_options(role):
     base = ROOT / "roles" / role
-    specs = _yaml(base / "meta" / "argument_specs.yml")["argument_specs"]
+    specs = _specs(role)
     assert "validate" in specs
     assert specs["validate"]["options"] == specs["main"]["options"]
-    assert (base / "tasks" / "validate.yml").exists()
     main_tasks = _yaml(base / "tasks" / "main.yml")
     assert main_tasks[0].get("ansible.builtin.import_tasks") == "validate.yml", "main.yml must start with the checks"
+    assert "always" in main_tasks[0].get("tags", []), "the checks must run under any --tags"
+    # Then the preflight pass stops the role.
+    assert main_tasks[1].get("ansible.builtin.meta") == "end_role"
+    assert "sparkfleet_preflight" in main_tasks[1].get("when", "")
+    assert "always" in main_tasks[1].get("tags", [])
 
 
-@pytest.mark.parametrize("role", ROLES)
+READ_ONLY = {"ansible.builtin.assert", "ansible.builtin.fail", "ansible.builtin.debug",
+             "ansible.builtin.set_fact", "ansible.builtin.include_vars", "ansible.builtin.stat",
+             "ansible.builtin.setup", "ansible.builtin.package_facts"}
+
+
+@pytest.mark.parametrize("role", LAYER_ROLES)
 def test_validate_tasks_change_nothing(role):
-    allowed = {"ansible.builtin.assert", "ansible.builtin.fail", "ansible.builtin.debug",
-               "ansible.builtin.set_fact", "ansible.builtin.include_vars", "ansible.builtin.stat",
-               "ansible.builtin.setup", "ansible.builtin.package_facts"}  # read-only modules
     for task in _yaml(ROOT / "roles" / role / "tasks" / "validate.yml"):
         modules = {k for k in task if "." in k}
-        assert modules <= allowed, f"validate.yml uses {modules - allowed}"
+        if modules == {"ansible.builtin.include_role"}:
+            # The shared read-only entry point only.
+            args = task["ansible.builtin.include_role"]
+            assert (args["name"], args.get("tasks_from")) == ("sparkfleet.cluster.platform", "os_vars")
+            continue
+        assert modules <= READ_ONLY, f"validate.yml uses {modules - READ_ONLY}"
+
+
+def test_platform_os_vars_only_reads():
+    for task in _yaml(ROOT / "roles" / "platform" / "tasks" / "os_vars.yml"):
+        assert {k for k in task if "." in k} <= READ_ONLY
+
+
+def test_role_readmes_are_generated_from_the_sources():
+    result = subprocess.run([sys.executable, str(ROOT / "scripts" / "role_docs.py"), "--check"], check=False,
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
 
 
 @pytest.mark.parametrize("role", ROLES)
-def test_readme_lists_every_variable(role):
-    base = ROOT / "roles" / role
-    readme = (base / "README.md").read_text()
-    missing = [name for name in _yaml(base / "defaults" / "main.yml") if f"`{name}`" not in readme]
-    assert missing == [], f"README.md of {role} does not document {missing}"
+def test_role_references_use_fqcn(role):
+    # Roles and filters resolve in an installed collection only by their FQCN.
+    for path in (ROOT / "roles" / role).rglob("*.yml"):
+        for task in _walk(_yaml(path) if path.parent.name in ("tasks", "handlers") else []):
+            for key in ("ansible.builtin.include_role", "ansible.builtin.import_role"):
+                if key in task:
+                    assert task[key]["name"].startswith("sparkfleet.cluster."), f"{path}: {task[key]['name']}"
+
+
+def _walk(tasks):
+    for task in tasks or []:
+        yield task
+        for key in ("block", "rescue", "always"):
+            yield from _walk(task.get(key))

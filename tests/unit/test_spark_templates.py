@@ -2,7 +2,6 @@
 
 import pathlib
 
-import pytest
 from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar, trust_as_template
 
@@ -40,7 +39,7 @@ def properties(text):
     props = {}
     for line in text.splitlines():
         if line.strip() and not line.lstrip().startswith("#"):
-            key, _, value = line.strip().partition(" ")
+            key, _sep, value = line.strip().partition(" ")
             assert key not in props, f"{key} set twice"
             props[key] = value.strip()
     return props
@@ -82,14 +81,26 @@ def test_static_allocation_drops_the_dynamic_settings():
     assert "spark.dynamicAllocation.shuffleTracking.enabled" not in props
 
 
-@pytest.mark.parametrize("enabled", [True, False])
-def test_systemd_unit_runs_spark_class_in_the_foreground(enabled):
-    unit = render("spark.service.j2", spark_version="3.5.8", spark_user="spark", spark_group="spark",
-                  spark_home="/opt/spark/current", spark_conf_dir="/etc/spark/conf", spark_data_dir="/var/lib/spark",
-                  item={"name": "spark-worker", "description": "worker", "enabled": enabled,
-                        "class": "org.apache.spark.deploy.worker.Worker", "args": "--cores 2 spark://m1:7077"})
+def test_systemd_unit_runs_spark_class_in_the_foreground():
+    # The spark role's daemons are data for the shared service role's single unit template.
+    templar = Templar(loader=DataLoader(), variables={"ansible_managed": "Ansible managed", "item": {
+        "name": "spark-worker", "description": "worker", "wanted": True, "user": "spark", "group": "spark",
+        "exec_start": "/opt/spark/current/bin/spark-class org.apache.spark.deploy.worker.Worker --cores 2 spark://m1:7077",
+        "environment": {"SPARK_NO_DAEMONIZE": "true", "SPARK_HOME": "/opt/spark/current"},
+        "working_directory": "/var/lib/spark", "success_exit_status": 143, "limit_nofile": 65536}})
+    unit = templar.template(trust_as_template((ROOT / "roles" / "service" / "templates" / "unit.service.j2").read_text()))
     lines = unit.splitlines()
     assert "ExecStart=/opt/spark/current/bin/spark-class org.apache.spark.deploy.worker.Worker --cores 2 spark://m1:7077" in lines
     assert "Restart=on-failure" in lines
     assert "User=spark" in lines
     assert "Environment=SPARK_NO_DAEMONIZE=true" in lines
+    assert "SuccessExitStatus=143" in lines and "LimitNOFILE=65536" in lines
+    assert lines.index("[Install]") > lines.index("[Service]") and "WantedBy=multi-user.target" in lines
+
+
+def test_a_minimal_unit_has_no_empty_settings():
+    templar = Templar(loader=DataLoader(), variables={"ansible_managed": "x", "item": {
+        "name": "d", "description": "d", "wanted": True, "exec_start": "/bin/true"}})
+    unit = templar.template(trust_as_template((ROOT / "roles" / "service" / "templates" / "unit.service.j2").read_text()))
+    assert not [line for line in unit.splitlines() if line.endswith("=")]
+    assert "User=" not in unit and "Environment=" not in unit

@@ -12,7 +12,7 @@ import sys
 from pyspark.sql import SparkSession
 
 
-def inside(_):
+def inside(_sample):
     x, y = random.random() * 2 - 1, random.random() * 2 - 1
     return 1 if x * x + y * y <= 1 else 0
 

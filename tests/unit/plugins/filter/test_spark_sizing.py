@@ -11,7 +11,7 @@ N2_HIGHMEM_8 = {"processor_vcpus": 8, "memtotal_mb": 64 * 1024}
 
 
 def test_reserved_memory_is_a_tenth_with_a_floor_of_one_gib():
-    assert sizing.spark_reserved_memory_mb(N2_HIGHMEM_8) == 6553
+    assert sizing.spark_reserved_memory_mb(N2_HIGHMEM_8) == 6400  # 6553 rounded down to 256
     assert sizing.spark_reserved_memory_mb({"processor_vcpus": 2, "memtotal_mb": 4096}) == 1024
 
 
@@ -42,7 +42,7 @@ def test_non_integer_reserve_is_refused(bad):
 def test_worker_offer_prefers_inventory_overrides():
     hv = {"inventory_hostname": "w1", "spark_worker_cores": "3", "ansible_facts": N2_HIGHMEM_8}
     offer = sizing.spark_worker_offer(hv)
-    assert offer == {"host": "w1", "cores": 3, "memory_mb": 64 * 1024 - 6553}
+    assert offer == {"host": "w1", "cores": 3, "memory_mb": 64 * 1024 - 6400}
 
 
 def test_worker_offer_derives_from_facts_with_reserves():
@@ -96,3 +96,25 @@ def test_executor_sizing_rejects_nonsense(offers, max_cores, headroom):
 def test_filters_are_registered():
     names = set(sizing.FilterModule().filters())
     assert names == {"spark_reserved_memory_mb", "spark_worker_resources", "spark_worker_offer", "spark_executor_sizing"}
+
+
+@pytest.mark.parametrize("memtotal_mb", [64298, 64290, 64260, 64300])
+def test_a_few_mb_of_memtotal_drift_changes_nothing(memtotal_mb):
+    # A kernel update shifts MemTotal by a few MB: the derived figures stay the same.
+    facts = {"processor_vcpus": 8, "memtotal_mb": memtotal_mb}
+    reserved = sizing.spark_reserved_memory_mb(facts)
+    assert reserved == 6400
+    assert sizing.spark_worker_resources(facts, 0, reserved) == {"cores": 8, "memory_mb": 57856}
+    assert sizing.spark_worker_offer({"inventory_hostname": "w", "ansible_facts": facts})["memory_mb"] == 57856
+
+
+def test_without_rounding_the_drift_would_show():
+    # The negative control: a step of 1 MiB passes the drift straight through.
+    a = sizing.spark_worker_resources({"processor_vcpus": 8, "memtotal_mb": 64298}, 0, 6400, 1)
+    b = sizing.spark_worker_resources({"processor_vcpus": 8, "memtotal_mb": 64290}, 0, 6400, 1)
+    assert a != b
+
+
+def test_rounding_step_must_be_positive():
+    with pytest.raises(AnsibleFilterError, match="step_mb"):
+        sizing.spark_reserved_memory_mb(N2_HIGHMEM_8, 0)

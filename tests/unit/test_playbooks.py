@@ -1,0 +1,49 @@
+"""The playbooks' structure: layers, preflight, component groups, FQCN roles."""
+
+import pathlib
+
+import yaml
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+PLAYBOOKS = ROOT / "playbooks"
+
+
+def _yaml(path):
+    return yaml.safe_load(path.read_text()) or []
+
+
+def _imports(name):
+    return [p["ansible.builtin.import_playbook"] for p in _yaml(PLAYBOOKS / name)]
+
+
+def test_root_site_is_the_collection_playbook():
+    assert _imports("../site.yml") == ["playbooks/site.yml"]
+
+
+def test_preflight_runs_every_layer_of_site_in_order():
+    site = _imports("site.yml")
+    assert site[0] == "preflight.yml"
+    layers = site[1:]
+    preflight = _yaml(PLAYBOOKS / "preflight.yml")
+    assert [p["ansible.builtin.import_playbook"] for p in preflight] == layers
+    assert all(p.get("vars", {}).get("sparkfleet_preflight") is True for p in preflight)
+
+
+def test_layer_plays_read_only_in_preflight_and_target_component_groups():
+    known = set(yaml.safe_load((ROOT / "inventories" / "components.yml").read_text()))
+    for layer in _imports("site.yml")[1:]:
+        for play in _yaml(PLAYBOOKS / layer):
+            assert "sparkfleet_preflight" in str(play["become"]), f"{layer}: become must be off in preflight"
+            assert play["name"].endswith("{{ ' | preflight' if sparkfleet_preflight | default(false) else '' }}")
+            groups = {g for g in play["hosts"].split(":") if g != "all"}
+            assert groups <= known, f"{layer} targets {groups - known}, not component groups"
+            for role in play.get("roles", []):
+                assert role["role"].startswith("sparkfleet.cluster."), role
+                assert role.get("tags"), f"{layer}: {role['role']} has no tag"
+
+
+def test_no_playbook_uses_the_old_group_names():
+    for path in list(PLAYBOOKS.glob("*.yml")) + list((ROOT / "roles").rglob("*.yml")) + list((ROOT / "molecule").rglob("*.yml")):
+        text = path.read_text()
+        for old in ("groups['masters']", "groups['workers']", "hosts: masters", "hosts: workers", "[masters]", "[workers]"):
+            assert old not in text, f"{path.relative_to(ROOT)} still uses {old}"

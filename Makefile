@@ -8,9 +8,11 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
 VENV ?= .venv
+# Key of the Molecule test hosts' `admin` user (bind-mounted as its authorized_keys).
+SSH_KEY := .cache/ssh/id_ed25519
 PYTHON ?= python3
 # Molecule scenarios, in the order `make molecule` runs them.
-SCENARIOS ?= preflight common spark_cluster spark_tarball
+SCENARIOS ?= preflight common spark_cluster spark_tarball installed
 
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
@@ -22,7 +24,7 @@ ifneq ($(wildcard /etc/ssl/certs/ca-certificates.crt),)
 export PIP_CERT ?= /etc/ssl/certs/ca-certificates.crt
 endif
 
-.PHONY: help venv collections docker image lint unit molecule test lab lab-destroy clean
+.PHONY: help venv collections docker image ssh-key lint unit sanity molecule test lab lab-destroy clean
 
 help: ## List the targets.
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -45,6 +47,14 @@ docker: ## Install and start the Docker engine if needed.
 image: docker ## Build the base image from Debian packages (cached by recipe).
 	@bash images/debian12-systemd/build.sh
 
+ssh-key: $(SSH_KEY) ## The test hosts' SSH key pair (Molecule scenarios log in with it).
+$(SSH_KEY):
+	@command -v ssh >/dev/null && command -v ssh-keygen >/dev/null || { \
+	  echo "ssh-key: installing openssh-client (Ansible reaches hosts over SSH)"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openssh-client >/dev/null; }
+	@mkdir -p -m 0700 $(dir $@)
+	ssh-keygen -q -t ed25519 -N '' -C sparkfleet-molecule -f $@
+
 lint: venv ## yamllint and ansible-lint (production profile).
 	yamllint -s .
 	ansible-lint --profile production
@@ -52,17 +62,20 @@ lint: venv ## yamllint and ansible-lint (production profile).
 unit: venv ## pytest unit tests (plugins, rendered templates, role contracts).
 	pytest -q tests/unit
 
-molecule: venv collections image ## Every Molecule scenario (converge, idempotence, verify).
+sanity: venv ## ansible-test sanity on the built and installed collection (offline).
+	bash scripts/sanity.sh
+
+molecule: venv collections image ssh-key ## Every Molecule scenario (converge, idempotence, verify).
 	@for s in $(SCENARIOS); do \
 	  echo "=== molecule test -s $$s"; start=$$(date +%s); \
 	  molecule test -s $$s || { echo "=== scenario $$s FAILED"; exit 1; }; \
 	  echo "=== scenario $$s passed in $$(( $$(date +%s) - start ))s"; \
 	done
 
-test: venv collections docker image lint unit molecule ## The whole suite (CI runs this).
+test: venv collections docker image lint unit sanity molecule ## The whole suite (CI runs this).
 	@echo "make test: all suites passed"
 
-lab: venv collections image ## Local lab: 1 master + 2 workers in containers, then a Pi job.
+lab: venv collections image ssh-key ## Local lab: 1 master + 2 workers in containers, then a Pi job.
 	ansible-playbook playbooks/lab.yml
 	ansible-playbook site.yml
 	ansible-playbook playbooks/smoke_test.yml

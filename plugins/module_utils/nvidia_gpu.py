@@ -69,6 +69,7 @@ _MISMATCH = "driver/library version mismatch"
 _NO_DRIVER = "couldn't communicate with the nvidia driver"
 _NO_LIBRARY = "couldn't find libnvidia-ml.so"
 _NO_DEVICE = "no devices were found"
+_NVML_UNKNOWN = "failed to initialize nvml: unknown error"
 
 
 def query_command(nvidia_smi):
@@ -158,8 +159,12 @@ def _first_lines(text, count=3):
     return " / ".join(lines[:count]) or "no output"
 
 
-def classify_failure(text):
-    """``(state, message)`` for what nvidia-smi printed when it did not list GPUs."""
+def classify_failure(text, module_loaded=None):
+    """``(state, message)`` for what nvidia-smi printed when it did not list GPUs.
+
+    ``module_loaded`` (whether /proc/driver/nvidia/version exists; None = unknown) tells
+    NVML's generic "Unknown Error" apart when the kernel module is simply not there (as in a
+    container, where NVML may create /dev/nvidiactl itself and then fail that way)."""
     lowered = (text or "").lower()
     if _MISMATCH in lowered:
         library = _NVML_LIBRARY_VERSION.search(text)
@@ -182,6 +187,12 @@ def classify_failure(text):
         )
     if _NO_DEVICE in lowered:
         return "no_device", "nvidia-smi found no NVIDIA GPU (No devices were found)."
+    if _NVML_UNKNOWN in lowered and module_loaded is False:
+        return "driver_not_loaded", (
+            "NVML cannot initialize (Unknown Error) and /proc/driver/nvidia/version is absent: the nvidia "
+            "kernel module is not loaded (inside a container it cannot be). Install the driver for this kernel "
+            "and reboot, on the host itself."
+        )
     return "error", "nvidia-smi failed: %s" % _first_lines(text)
 
 
@@ -232,7 +243,7 @@ def _plural(count, word):
     return "%d %s%s" % (count, word, "" if count == 1 else "s")
 
 
-def gpu_facts(pci_devices, nvidia_smi=None, query=None, header=None, pci_problem=None):
+def gpu_facts(pci_devices, nvidia_smi=None, query=None, header=None, pci_problem=None, module_loaded=None):
     """Build the ``nvidia_gpu`` facts.
 
     ``pci_devices``: :func:`scan_pci`'s list, or None when PCI could not be read
@@ -286,7 +297,7 @@ def gpu_facts(pci_devices, nvidia_smi=None, query=None, header=None, pci_problem
 
     failure = None
     if rc != 0 or not gpus:
-        failure = classify_failure(all_text)
+        failure = classify_failure(all_text, module_loaded)
         if not gpus and rc == 0 and failure[0] == "error" and not other:
             failure = ("no_device", "nvidia-smi listed no NVIDIA GPU.")
 

@@ -46,6 +46,12 @@ options:
         V(null), a problem says why, and the state is decided from nvidia-smi alone.
     type: path
     default: /sys
+  proc_root:
+    description:
+      - Where procfs is mounted. C(<proc_root>/driver/nvidia/version) exists while the nvidia kernel module is
+        loaded; without it, NVML's generic "Unknown Error" is reported as V(driver_not_loaded).
+    type: path
+    default: /proc
   fail_on_missing:
     description:
       - Fail the task when PCI shows NVIDIA GPUs that are not usable, that is when nvidia-smi lists fewer
@@ -260,6 +266,7 @@ def main():
         argument_spec=dict(
             nvidia_smi_path=dict(type="path"),
             sysfs_root=dict(type="path", default="/sys"),
+            proc_root=dict(type="path", default="/proc"),
             fail_on_missing=dict(type="bool", default=False),
             timeout=dict(type="int", default=60),
         ),
@@ -274,7 +281,8 @@ def main():
         query = _run(module, query_command(nvidia_smi), timeout_bin)
         if query[0] == 0:
             header = _run(module, [nvidia_smi], timeout_bin)
-    facts = gpu_facts(pci_devices, nvidia_smi, query, header, pci_problem)
+    module_loaded = os.path.exists(os.path.join(module.params["proc_root"], "driver", "nvidia", "version"))
+    facts = gpu_facts(pci_devices, nvidia_smi, query, header, pci_problem, module_loaded)
     if nvidia_smi is None and module.params["nvidia_smi_path"]:
         facts["message"] = "nvidia-smi not found at %s (not an executable file). %s" % (
             module.params["nvidia_smi_path"], facts["message"])

@@ -386,15 +386,21 @@ def test_main_nvidia_smi_path_option(tmp_path, capsys):
     assert facts["state"] == "ok" and facts["cuda_version"] == "12.4" and facts["expected_count"] is None
 
 
-@pytest.mark.parametrize("error, rc, state", [
-    ("driver_mismatch.txt", 18, "driver_mismatch"),
-    ("driver_not_loaded.txt", 9, "driver_not_loaded"),
-    ("no_devices.txt", 6, "no_device"),
-    ("nvml_unknown_error.txt", 255, "error"),
+@pytest.mark.parametrize("error, rc, loaded, state", [
+    ("driver_mismatch.txt", 18, True, "driver_mismatch"),
+    ("driver_not_loaded.txt", 9, False, "driver_not_loaded"),
+    ("no_devices.txt", 6, True, "no_device"),
+    ("nvml_unknown_error.txt", 255, True, "error"),
+    # No /proc/driver/nvidia/version: the module is not loaded (as in a container).
+    ("nvml_unknown_error.txt", 255, False, "driver_not_loaded"),
 ])
-def test_main_error_states_never_fail(tmp_path, on_path, capsys, error, rc, state):
+def test_main_error_states_never_fail(tmp_path, on_path, capsys, error, rc, loaded, state):
     fake_nvidia_smi(on_path, error=error, query_rc=rc, smi_rc=rc)
-    code, result = run_module({"sysfs_root": str(make_sysfs(tmp_path / "sys", HGX[:1]))}, capsys)
+    proc = tmp_path / "proc"
+    if loaded:
+        (proc / "driver" / "nvidia").mkdir(parents=True)
+        (proc / "driver" / "nvidia" / "version").write_text("NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15\n")
+    code, result = run_module({"sysfs_root": str(make_sysfs(tmp_path / "sys", HGX[:1])), "proc_root": str(proc)}, capsys)
     assert code == 0 and "failed" not in result
     assert result["ansible_facts"]["nvidia_gpu"]["state"] == state
 
@@ -457,3 +463,13 @@ def test_module_file_runs_as_ansible_runs_it(tmp_path, on_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     facts = json.loads(proc.stdout)["ansible_facts"]["nvidia_gpu"]
     assert facts["state"] == "ok" and facts["count"] == 8 and facts["cuda_version"] == "12.2"
+
+
+def test_nvml_unknown_error_without_the_kernel_module_is_driver_not_loaded():
+    # In a container NVML may create /dev/nvidiactl itself and then fail with "Unknown Error":
+    # with no /proc/driver/nvidia/version the module is simply not loaded.
+    text = "Failed to initialize NVML: Unknown Error"
+    assert nvidia_gpu.classify_failure(text, module_loaded=False)[0] == "driver_not_loaded"
+    # With the module loaded (or unknown) it stays an unexplained error.
+    assert nvidia_gpu.classify_failure(text, module_loaded=True)[0] == "error"
+    assert nvidia_gpu.classify_failure(text)[0] == "error"

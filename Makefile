@@ -12,7 +12,7 @@ VENV ?= .venv
 SSH_KEY := .cache/ssh/id_ed25519
 PYTHON ?= python3
 # Molecule scenarios, in the order `make molecule` runs them.
-SCENARIOS ?= preflight common spark_cluster spark_tarball installed
+SCENARIOS ?= preflight common spark_cluster spark_tarball installed gpu
 
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg

@@ -26,6 +26,11 @@ BASE = {
     "__spark_auth_secret": "s3cr3t",
     "spark_network_crypto_enabled": True,
     "spark_extra_defaults": {},
+    "spark_executor_gpu_amount": 0,
+    "spark_task_gpu_amount": 0,
+    "__spark_is_gpu_worker": False,
+    "spark_gpu_addresses": [],
+    "__spark_gpu_discovery_script": "/usr/local/lib/sparkfleet/gpu_discovery.sh",
 }
 
 
@@ -81,6 +86,24 @@ def test_static_allocation_drops_the_dynamic_settings():
     assert "spark.dynamicAllocation.shuffleTracking.enabled" not in props
 
 
+def test_cpu_hosts_offer_no_gpu_and_apps_ask_for_none():
+    props = properties(render("spark-defaults.conf.j2"))
+    assert not [k for k in props if ".resource.gpu." in k]
+
+
+def test_a_gpu_worker_advertises_its_gpus_through_the_discovery_script():
+    props = properties(render("spark-defaults.conf.j2", __spark_is_gpu_worker=True, spark_gpu_addresses=["0", "1", "2"]))
+    assert props["spark.worker.resource.gpu.amount"] == "3"
+    assert props["spark.worker.resource.gpu.discoveryScript"] == "/usr/local/lib/sparkfleet/gpu_discovery.sh"
+    assert "spark.executor.resource.gpu.amount" not in props
+
+
+def test_cluster_wide_gpu_amounts_for_applications():
+    props = properties(render("spark-defaults.conf.j2", spark_executor_gpu_amount=1, spark_task_gpu_amount=0.25))
+    assert props["spark.executor.resource.gpu.amount"] == "1"
+    assert props["spark.task.resource.gpu.amount"] == "0.25"
+
+
 def test_systemd_unit_runs_spark_class_in_the_foreground():
     # The spark role's daemons are data for the shared service role's single unit template.
     templar = Templar(loader=DataLoader(), variables={"ansible_managed": "Ansible managed", "item": {
@@ -104,3 +127,16 @@ def test_a_minimal_unit_has_no_empty_settings():
     unit = templar.template(trust_as_template((ROOT / "roles" / "service" / "templates" / "unit.service.j2").read_text()))
     assert not [line for line in unit.splitlines() if line.endswith("=")]
     assert "User=" not in unit and "Environment=" not in unit
+
+
+def test_the_gpu_discovery_script_prints_sparks_resource_format(tmp_path):
+    import json
+    import subprocess
+    from conftest import load_plugin
+    shares = load_plugin("filter", "gpu_shares")
+    templar = Templar(loader=DataLoader(), variables={"ansible_managed": "x", "spark_gpu_addresses": ["0", "1"]})
+    templar.environment.filters["sparkfleet.cluster.spark_gpu_discovery"] = shares.spark_gpu_discovery
+    script = tmp_path / "gpu_discovery.sh"
+    script.write_text(templar.template(trust_as_template((TEMPLATES / "gpu_discovery.sh.j2").read_text())))
+    out = subprocess.run(["/bin/sh", str(script)], capture_output=True, text=True, check=True).stdout
+    assert json.loads(out) == {"name": "gpu", "addresses": ["0", "1"]}

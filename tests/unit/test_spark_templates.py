@@ -140,3 +140,41 @@ def test_the_gpu_discovery_script_prints_sparks_resource_format(tmp_path):
     script.write_text(templar.template(trust_as_template((TEMPLATES / "gpu_discovery.sh.j2").read_text())))
     out = subprocess.run(["/bin/sh", str(script)], capture_output=True, text=True, check=True).stdout
     assert json.loads(out) == {"name": "gpu", "addresses": ["0", "1"]}
+
+
+RAPIDS = {
+    "spark_rapids_enabled": True,
+    "__spark_rapids_jar": "/opt/spark/plugins/rapids-4-spark_2.13-25.08.0.jar",
+    "spark_rapids_concurrent_gpu_tasks": 2,
+    "spark_rapids_pinned_pool_mb": 0,
+    "spark_rapids_settings": {},
+    "spark_executor_gpu_amount": 1,
+    "spark_task_gpu_amount": 0.25,
+}
+
+
+def test_rapids_is_off_by_default():
+    props = properties(render("spark-defaults.conf.j2", spark_rapids_enabled=False))
+    assert "spark.plugins" not in props
+    assert not [k for k in props if k.startswith("spark.rapids.") or k.endswith(".extraClassPath")]
+
+
+def test_rapids_loads_the_plugin_from_the_installed_jar():
+    props = properties(render("spark-defaults.conf.j2", **RAPIDS))
+    assert props["spark.plugins"] == "com.nvidia.spark.SQLPlugin"
+    assert props["spark.driver.extraClassPath"] == RAPIDS["__spark_rapids_jar"]
+    assert props["spark.executor.extraClassPath"] == RAPIDS["__spark_rapids_jar"]
+    assert props["spark.rapids.sql.enabled"] == "true"
+    assert props["spark.rapids.sql.concurrentGpuTasks"] == "2"
+    assert "spark.rapids.memory.pinnedPool.size" not in props
+    assert props["spark.executor.resource.gpu.amount"] == "1"
+    assert props["spark.task.resource.gpu.amount"] == "0.25"
+
+
+def test_rapids_pinned_pool_and_extra_settings():
+    settings = {"spark.rapids.sql.explain": "NOT_ON_GPU", "spark.rapids.sql.batchSizeBytes": "512m"}
+    props = properties(render("spark-defaults.conf.j2", **dict(RAPIDS, spark_rapids_pinned_pool_mb=2048,
+                                                                 spark_rapids_settings=settings)))
+    assert props["spark.rapids.memory.pinnedPool.size"] == "2048m"
+    assert props["spark.rapids.sql.explain"] == "NOT_ON_GPU"
+    assert props["spark.rapids.sql.batchSizeBytes"] == "512m"

@@ -1,0 +1,94 @@
+"""The preflight refuses impossible cluster-manager combinations before any host changes.
+
+Runs the compute roles' preflight pass (what playbooks/preflight.yml does: argument spec,
+tasks/validate.yml, then end_role) with ansible-playbook against localhost in check mode,
+and reads the message it stops with.
+"""
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+ROLES = ["sparkfleet.cluster.spark", "sparkfleet.cluster.hadoop", "sparkfleet.cluster.mesos", "sparkfleet.cluster.livy"]
+
+PLAY = """
+- name: Compute preflight on localhost
+  hosts: spark_masters:spark_workers:hdfs_namenodes:yarn_nodemanagers:mesos_masters:mesos_agents:livy
+  become: false
+  gather_facts: true
+  gather_subset: ["!all", "!min", "hardware", "network", "distribution"]
+  vars:
+    sparkfleet_preflight: true
+  roles: {roles}
+"""
+
+INVENTORY = {"all": {"children": {
+    "role_master": {"hosts": {"localhost": {"ansible_connection": "local",
+                                            "ansible_python_interpreter": sys.executable}}},
+    "role_worker": {"hosts": {"localhost": {}}}}}}
+
+
+def preflight(tmp_path, **extra):
+    (tmp_path / "hosts.yml").write_text(json.dumps(INVENTORY))
+    roles = [r for r in ROLES if (ROOT / "roles" / r.rsplit(".", 1)[1]).is_dir()]
+    (tmp_path / "play.yml").write_text(PLAY.format(roles=json.dumps(roles)))
+    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_FORCE_COLOR="0", ANSIBLE_NOCOLOR="1",
+               ANSIBLE_CACHE_PLUGIN="memory",
+               ANSIBLE_COLLECTIONS_PATH=str(ROOT / "collections"))
+    result = subprocess.run(
+        [str(pathlib.Path(sys.executable).with_name("ansible-playbook")), "--check",
+         "-i", str(ROOT / "inventories" / "components.yml"), "-i", str(tmp_path / "hosts.yml"),
+         "-e", json.dumps(extra), str(tmp_path / "play.yml")],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False)
+    return result.returncode, result.stdout + result.stderr
+
+
+def test_mesos_with_spark_4_is_refused(tmp_path):
+    rc, out = preflight(tmp_path, spark_version="4.0.1", spark_cluster_manager="mesos",
+                        mesos_tarball_url="https://artifacts.example/mesos.tar.gz", mesos_checksum="sha256:" + "a" * 64)
+    assert rc != 0, out
+    assert "spark_cluster_manager is 'mesos' but spark_version is 4.0.1" in out
+    assert "Spark 4 removed Mesos support" in out
+
+
+def test_livy_with_spark_4_is_refused(tmp_path):
+    rc, out = preflight(tmp_path, spark_version="4.0.1", spark_cluster_manager="yarn", livy_enabled=True)
+    assert rc != 0, out
+    assert "livy_enabled is true" in out and "spark_version is 4.0.1" in out
+
+
+def test_yarn_with_spark_4_is_accepted(tmp_path):
+    rc, out = preflight(tmp_path, spark_version="4.0.1", spark_cluster_manager="yarn")
+    assert rc == 0, out
+    assert "failed=0" in out
+    # The hadoop role's checks ran (they are skipped when YARN is not chosen).
+    assert "Hadoop | Check the cluster layout" in out
+
+
+def test_livy_with_spark_3_5_on_yarn_is_accepted(tmp_path):
+    rc, out = preflight(tmp_path, spark_version="3.5.8", spark_cluster_manager="yarn", livy_enabled=True)
+    assert rc == 0, out
+
+
+def test_mesos_without_an_artifact_says_why(tmp_path):
+    rc, out = preflight(tmp_path, spark_version="3.5.8", spark_cluster_manager="mesos")
+    assert rc != 0, out
+    assert "Apache Mesos was retired and ships no current binaries" in out
+    assert "mesos_package_url" in out and "mesos_tarball_url" in out
+
+
+def test_mesos_with_spark_3_5_and_a_build_is_accepted(tmp_path):
+    rc, out = preflight(tmp_path, spark_version="3.5.8", spark_cluster_manager="mesos",
+                        mesos_package_url="https://artifacts.example/mesos_1.11.0_amd64.deb",
+                        mesos_checksum="sha256:" + "a" * 64)
+    assert rc == 0, out
+
+
+def test_standalone_with_spark_4_needs_no_mesos_build_nor_hadoop(tmp_path):
+    # spark_cluster_manager left to its default (standalone): the mesos and hadoop checks are skipped.
+    rc, out = preflight(tmp_path, spark_version="4.0.1")
+    assert rc == 0, out
+    assert "retired" not in out

@@ -1,0 +1,152 @@
+"""The hadoop role's configuration, rendered from its own defaults for several inventories and parsed."""
+
+import pytest
+
+from test_cluster_manager_rendering import RoleRenderer, ini_sections, xml_properties
+
+DRC = "org.apache.hadoop.yarn.util.resource.DominantResourceCalculator"
+LCE = "org.apache.hadoop.yarn.server.nodemanager.LinuxContainerExecutor"
+
+CPU_ONLY = {"hdfs_namenodes": ["m1"], "yarn_resourcemanagers": ["m1"], "hdfs_datanodes": ["w1", "w2"],
+            "yarn_nodemanagers": ["w1", "w2"], "gpu_workers": []}
+WITH_GPU = dict(CPU_ONLY, gpu_workers=["g1"], hdfs_datanodes=["w1", "g1"], yarn_nodemanagers=["w1", "g1"])
+
+
+def render(groups, template, host, **kwargs):
+    return RoleRenderer("hadoop", groups, **kwargs).render(template, host)
+
+
+@pytest.mark.parametrize("groups", [CPU_ONLY, WITH_GPU], ids=["cpu", "gpu"])
+def test_scheduler_is_capacity_with_the_dominant_resource_calculator(groups):
+    yarn = xml_properties(render(groups, "yarn-site.xml.j2", "m1"))
+    assert yarn["yarn.resourcemanager.scheduler.class"].endswith("capacity.CapacityScheduler")
+    capacity = xml_properties(render(groups, "capacity-scheduler.xml.j2", "m1"))
+    assert capacity["yarn.scheduler.capacity.resource-calculator"] == DRC
+    assert capacity["yarn.scheduler.capacity.root.queues"] == "default"
+    assert capacity["yarn.scheduler.capacity.root.default.capacity"] == "100"
+
+
+@pytest.mark.parametrize("host", ["m1", "w1", "w2"])
+def test_every_host_finds_the_namenode_and_resourcemanager_of_the_inventory(host):
+    core = xml_properties(render(CPU_ONLY, "core-site.xml.j2", host))
+    hdfs = xml_properties(render(CPU_ONLY, "hdfs-site.xml.j2", host))
+    yarn = xml_properties(render(CPU_ONLY, "yarn-site.xml.j2", host))
+    assert core["fs.defaultFS"] == "hdfs://m1:8020"
+    assert hdfs["dfs.namenode.rpc-address"] == "m1:8020"
+    assert yarn["yarn.resourcemanager.hostname"] == "m1"
+    assert yarn["yarn.resourcemanager.address"] == "m1:8032"
+    assert yarn["yarn.resourcemanager.scheduler.address"] == "m1:8030"
+    assert yarn["yarn.resourcemanager.resource-tracker.address"] == "m1:8031"
+    # Each host advertises its own inventory name.
+    assert yarn["yarn.nodemanager.address"] == f"{host}:8041"
+    assert hdfs["dfs.datanode.hostname"] == host
+    # RPC and data transfer bind to the address the inventory name resolves to (the private interface).
+    assert hdfs["dfs.datanode.address"] == f"{host}:9866"
+    assert hdfs["dfs.datanode.ipc.address"] == f"{host}:9867"
+    assert hdfs["dfs.replication"] == "2"
+
+
+def test_ports_and_hosts_follow_the_variables():
+    renderer = RoleRenderer("hadoop", dict(CPU_ONLY, hdfs_namenodes=["nn"], yarn_resourcemanagers=["rm"]),
+                            extra={"hadoop_namenode_rpc_port": 9000, "hadoop_resourcemanager_port": 18032})
+    core = xml_properties(renderer.render("core-site.xml.j2", "w1"))
+    yarn = xml_properties(renderer.render("yarn-site.xml.j2", "w1"))
+    assert core["fs.defaultFS"] == "hdfs://nn:9000"
+    assert yarn["yarn.resourcemanager.address"] == "rm:18032"
+
+
+def test_web_uis_listen_on_loopback_only():
+    hdfs = xml_properties(render(CPU_ONLY, "hdfs-site.xml.j2", "m1"))
+    yarn = xml_properties(render(CPU_ONLY, "yarn-site.xml.j2", "m1"))
+    core = xml_properties(render(CPU_ONLY, "core-site.xml.j2", "m1"))
+    assert hdfs["dfs.namenode.http-address"] == "127.0.0.1:9870"
+    assert hdfs["dfs.datanode.http.address"] == "127.0.0.1:9864"
+    assert yarn["yarn.resourcemanager.webapp.address"] == "127.0.0.1:8088"
+    assert yarn["yarn.nodemanager.webapp.address"] == "127.0.0.1:8042"
+    assert core["hadoop.http.authentication.simple.anonymous.allowed"] == "false"
+    assert hdfs["dfs.webhdfs.enabled"] == "false"
+
+
+GPU_PROPS = ("yarn.nodemanager.resource-plugins", "yarn.nodemanager.container-executor.class",
+             "yarn.nodemanager.linux-container-executor.resources-handler.class")
+
+
+def test_gpu_nodemanager_gets_the_gpu_plugin_and_linux_container_executor():
+    renderer = RoleRenderer("hadoop", WITH_GPU)
+    yarn = xml_properties(renderer.render("yarn-site.xml.j2", "g1"))
+    assert yarn["yarn.nodemanager.resource-plugins"] == "yarn.io/gpu"
+    assert yarn["yarn.nodemanager.resource-plugins.gpu.allowed-gpu-devices"] == "auto"
+    assert yarn["yarn.nodemanager.resource-plugins.gpu.path-to-discovery-executables"] == "/usr/bin"
+    assert yarn["yarn.nodemanager.container-executor.class"] == LCE
+    assert yarn["yarn.nodemanager.linux-container-executor.group"] == "hadoop"
+    assert yarn["yarn.nodemanager.linux-container-executor.resources-handler.class"].endswith("CgroupsLCEResourcesHandler")
+    assert yarn["yarn.nodemanager.linux-container-executor.cgroups.hierarchy"] == "/hadoop-yarn"
+    assert yarn["yarn.nodemanager.linux-container-executor.path"] == "/opt/hadoop/releases/hadoop-3.4.1/bin/container-executor"
+    types = xml_properties(renderer.render("resource-types.xml.j2", "g1"))
+    assert types == {"yarn.resource-types": "yarn.io/gpu"}
+    cfg = ini_sections(renderer.render("container-executor.cfg.j2", "g1"))
+    assert cfg["gpu"] == {"module.enabled": "true"}
+    assert cfg[""]["yarn.nodemanager.linux-container-executor.group"] == "hadoop"
+    assert "yarn" in cfg[""]["banned.users"].split(",") and "root" in cfg[""]["banned.users"].split(",")
+    assert cfg["cgroups"] == {"root": "/sys/fs/cgroup", "yarn-hierarchy": "hadoop-yarn"}
+
+
+@pytest.mark.parametrize("groups, host", [(WITH_GPU, "w1"), (WITH_GPU, "m1"), (CPU_ONLY, "w1")],
+                         ids=["cpu-nm-beside-gpu", "resourcemanager", "cpu-only-cluster"])
+def test_no_gpu_plugin_off_gpu_nodemanagers(groups, host):
+    yarn = xml_properties(render(groups, "yarn-site.xml.j2", host))
+    assert not [p for p in GPU_PROPS if p in yarn]
+    assert not [p for p in yarn if "gpu" in p]
+
+
+def test_yarn_io_gpu_is_declared_where_it_is_scheduled():
+    gpu, cpu = RoleRenderer("hadoop", WITH_GPU), RoleRenderer("hadoop", CPU_ONLY)
+    # The ResourceManager must know the type to schedule it, and the GPU NodeManager reports it.
+    assert gpu.value("__hadoop_declares_gpu_type", "m1") is True
+    assert gpu.value("__hadoop_declares_gpu_type", "g1") is True
+    assert gpu.value("__hadoop_declares_gpu_type", "w1") is False
+    assert cpu.value("__hadoop_declares_gpu_type", "m1") is False
+    off = RoleRenderer("hadoop", WITH_GPU, extra={"hadoop_yarn_gpu_enabled": False})
+    assert off.value("__hadoop_declares_gpu_type", "m1") is False
+    assert "yarn.nodemanager.resource-plugins" not in xml_properties(off.render("yarn-site.xml.j2", "g1"))
+
+
+def test_nodemanagers_are_sized_like_spark_workers_and_containers_fit_the_smallest():
+    renderer = RoleRenderer("hadoop", CPU_ONLY, hostvars={"w2": {"spark_worker_memory_mb": 3072, "spark_worker_cores": 2}})
+    w1 = xml_properties(renderer.render("yarn-site.xml.j2", "w1"))
+    w2 = xml_properties(renderer.render("yarn-site.xml.j2", "w2"))
+    rm = xml_properties(renderer.render("yarn-site.xml.j2", "m1"))
+    # 4 vCPUs, 16 GiB less the 10% reserve (1536 MiB rounded to 256): the spark role's sizing.
+    assert (w1["yarn.nodemanager.resource.cpu-vcores"], w1["yarn.nodemanager.resource.memory-mb"]) == ("4", "14848")
+    assert (w2["yarn.nodemanager.resource.cpu-vcores"], w2["yarn.nodemanager.resource.memory-mb"]) == ("2", "3072")
+    assert rm["yarn.scheduler.maximum-allocation-mb"] == "3072"
+    assert rm["yarn.scheduler.maximum-allocation-vcores"] == "2"
+    assert rm["yarn.scheduler.minimum-allocation-mb"] == "512"
+
+
+def test_extra_properties_override_and_mapreduce_runs_on_yarn():
+    renderer = RoleRenderer("hadoop", CPU_ONLY, extra={"hadoop_extra_properties": {
+        "yarn-site": {"yarn.resourcemanager.am.max-attempts": 4}, "capacity-scheduler": {
+            "yarn.scheduler.capacity.maximum-am-resource-percent": 0.2}}})
+    assert xml_properties(renderer.render("yarn-site.xml.j2", "m1"))["yarn.resourcemanager.am.max-attempts"] == "4"
+    capacity = xml_properties(renderer.render("capacity-scheduler.xml.j2", "m1"))
+    assert capacity["yarn.scheduler.capacity.maximum-am-resource-percent"] == "0.2"
+    assert capacity["yarn.scheduler.capacity.resource-calculator"] == DRC
+    assert xml_properties(renderer.render("mapred-site.xml.j2", "m1"))["mapreduce.framework.name"] == "yarn"
+
+
+def test_daemons_run_in_the_foreground_as_their_users():
+    renderer = RoleRenderer("hadoop", WITH_GPU)
+    units = {u["name"]: u for u in renderer.value("__hadoop_units", "m1")}
+    assert set(units) == {"hadoop-hdfs-namenode", "hadoop-hdfs-datanode", "hadoop-yarn-resourcemanager",
+                          "hadoop-yarn-nodemanager"}
+    assert units["hadoop-hdfs-namenode"]["exec_start"] == "/opt/hadoop/current/bin/hdfs --config /etc/hadoop/conf namenode"
+    assert units["hadoop-hdfs-namenode"]["user"] == "hdfs"
+    assert units["hadoop-yarn-nodemanager"]["user"] == "yarn"
+    assert renderer.value("__hadoop_host_services", "m1") == ["hadoop-hdfs-namenode", "hadoop-yarn-resourcemanager"]
+    assert renderer.value("__hadoop_host_services", "g1") == ["hadoop-hdfs-datanode", "hadoop-yarn-nodemanager"]
+
+
+def test_hadoop_is_enabled_by_the_cluster_manager():
+    assert RoleRenderer("hadoop", CPU_ONLY).value("hadoop_enabled", "m1") is False
+    assert RoleRenderer("hadoop", CPU_ONLY, extra={"spark_cluster_manager": "yarn"}).value("hadoop_enabled", "m1") is True

@@ -31,7 +31,7 @@ ifneq ($(wildcard /etc/ssl/certs/ca-certificates.crt),)
 export PIP_CERT ?= /etc/ssl/certs/ca-certificates.crt
 endif
 
-.PHONY: help venv collections docker image ssh-key lint unit sanity molecule test lab lab-destroy clean
+.PHONY: help venv collections docker image ssh-key lint unit sanity cloud molecule test lab lab-destroy clean
 
 help: ## List the targets.
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -72,6 +72,9 @@ unit: venv ## pytest unit tests (plugins, rendered templates, role contracts).
 sanity: venv ## ansible-test sanity on the built and installed collection (offline).
 	bash scripts/sanity.sh
 
+cloud: venv ## Cloud playbooks offline: AWS against moto, GCP with recorded API responses.
+	pytest -q -rs tests/cloud
+
 molecule: venv collections image ssh-key ## Every Molecule scenario (converge, idempotence, verify).
 	@for s in $(SCENARIOS); do \
 	  case "$$s:$$SPARKFLEET_ARTIFACT_MIRROR:$$SPARKFLEET_MESOS_URL" in \
@@ -83,7 +86,7 @@ molecule: venv collections image ssh-key ## Every Molecule scenario (converge, i
 	  echo "=== scenario $$s passed in $$(( $$(date +%s) - start ))s"; \
 	done
 
-test: venv collections docker image lint unit sanity molecule ## The whole suite (CI runs this).
+test: venv collections docker image lint unit sanity cloud molecule ## The whole suite (CI runs this).
 	@echo "make test: all suites passed"
 
 lab: venv collections image ssh-key ## Local lab: 1 master + 2 workers in containers, then a Pi job.

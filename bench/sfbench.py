@@ -1,0 +1,451 @@
+"""sparkfleet benchmark harness: lab clusters of 1 master + N workers, timed through ansible-runner.
+
+For each size N it runs, once with the project's tuned configuration (ansible.cfg) and once with
+plain Ansible defaults (environment overrides only: no pipelining, no fact cache, implicit
+gathering, forks 5, linear strategy, Ansible's default ssh_args):
+
+  cold     fresh containers (playbooks/lab.yml), then site.yml
+  noop     site.yml again (nothing should change)
+  replace  one worker container destroyed, recreated by lab.yml, site.yml --limit <it>,
+           until the master lists it ALIVE
+
+Per-task times come from ansible-runner's events. Figures, not assertions: nothing here fails
+on a slow run. `bench/run --help` for the options; bench/README.md for the method.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import dataclasses
+import datetime
+import json
+import os
+import pathlib
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+WORK = ROOT / "bench" / ".work"
+RESULTS = ROOT / "bench" / "results"
+FIGURES = ("cold", "noop", "replace")
+RESULT_EVENTS = {
+    "runner_on_ok": "ok",
+    "runner_on_failed": "failed",
+    "runner_on_skipped": "skipped",
+    "runner_on_unreachable": "unreachable",
+}
+# Plain Ansible defaults, set through the environment (which beats ansible.cfg), so the
+# baseline runs the same playbooks with the same configuration file.
+BASELINE_ENV = {
+    "ANSIBLE_PIPELINING": "False",
+    "ANSIBLE_FORKS": "5",
+    "ANSIBLE_STRATEGY": "linear",
+    "ANSIBLE_GATHERING": "implicit",
+    "ANSIBLE_CACHE_PLUGIN": "memory",
+    "ANSIBLE_SSH_ARGS": "-C -o ControlMaster=auto -o ControlPersist=60s",
+}
+
+
+# --------------------------------------------------------------------------- event parsing
+@dataclasses.dataclass
+class TaskTiming:
+    """One task of one run: wall time across hosts and the hosts' summed time."""
+
+    play: str
+    name: str
+    first_start: float
+    last_end: float
+    host_seconds: float = 0.0
+    hosts: int = 0
+    items: int = 0
+    status: collections.Counter = dataclasses.field(default_factory=collections.Counter)
+
+    @property
+    def wall(self) -> float:
+        return max(0.0, self.last_end - self.first_start)
+
+
+def _ts(value) -> float | None:
+    """ansible-runner's ISO timestamps ('2026-11-23T02:03:41.123456') as epoch seconds."""
+    if not value:
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    text = str(value).replace("Z", "+00:00")
+    parsed = datetime.datetime.fromisoformat(text)
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=datetime.timezone.utc)
+    return parsed.timestamp()
+
+
+def task_label(event_data: dict) -> str:
+    """'role : task' as profile_tasks prints it (the bare task name outside roles)."""
+    task = event_data.get("task") or event_data.get("task_action") or "?"
+    role = event_data.get("resolved_role") or event_data.get("role")
+    return f"{role} : {task}" if role else str(task)
+
+
+def parse_events(events) -> list[TaskTiming]:
+    """Per-task timings from ansible-runner events (dicts as the runner's event handler or
+    artifacts/<ident>/job_events/*.json give them), in the order the tasks first ran."""
+    tasks: dict[tuple, TaskTiming] = {}
+    for event in sorted(events, key=lambda e: e.get("counter", 0)):
+        kind = event.get("event", "")
+        data = event.get("event_data") or {}
+        if kind in RESULT_EVENTS or kind.startswith("runner_item_on_"):
+            key = (data.get("play_uuid"), data.get("task_uuid"))
+            start = _ts(data.get("start")) or _ts(event.get("created"))
+            end = _ts(data.get("end")) or _ts(event.get("created"))
+            timing = tasks.get(key)
+            if timing is None:
+                timing = tasks[key] = TaskTiming(play=data.get("play", ""), name=task_label(data),
+                                                 first_start=start, last_end=end)
+            if kind.startswith("runner_item_on_"):
+                timing.items += 1
+                continue
+            timing.first_start = min(timing.first_start, start)
+            timing.last_end = max(timing.last_end, end)
+            duration = data.get("duration")
+            timing.host_seconds += float(duration) if duration is not None else max(0.0, end - start)
+            timing.hosts += 1
+            status = RESULT_EVENTS[kind]
+            if status == "ok" and (data.get("res") or {}).get("changed"):
+                status = "changed"
+            timing.status[status] += 1
+    return list(tasks.values())
+
+
+def run_stats(events) -> dict:
+    """The play recap (playbook_on_stats): per-status host counts summed over hosts."""
+    for event in events:
+        if event.get("event") == "playbook_on_stats":
+            data = event.get("event_data") or {}
+            return {key: sum((data.get(key) or {}).values()) for key in
+                    ("ok", "changed", "failures", "dark", "skipped", "rescued", "ignored")}
+    return {}
+
+
+def top_tasks(timings, count=15):
+    """The tasks that cost the most wall time."""
+    return sorted(timings, key=lambda t: t.wall, reverse=True)[:count]
+
+
+def group_costs(timings) -> dict:
+    """Wall seconds by kind of work: fact gathering, package queries/installs, loops, the
+    rest; the answer to 'where does the time go'."""
+    groups = collections.Counter()
+    for timing in timings:
+        name = timing.name.lower()
+        if "gather" in name or "facts" in name:
+            kind = "facts"
+        elif "apt" in name or "package" in name or "openjdk" in name or "install" in name:
+            kind = "packages"
+        elif timing.items:
+            kind = "loops"
+        else:
+            kind = "other tasks"
+        groups[kind] += timing.wall
+    return dict(groups)
+
+
+# --------------------------------------------------------------------------- tables
+def ratio(baseline, tuned) -> str:
+    if not baseline or not tuned:
+        return "-"
+    return f"{baseline / tuned:.2f}x"
+
+
+def seconds(value) -> str:
+    return "-" if value is None else f"{value:.1f}"
+
+
+def figures_table(rows) -> str:
+    """rows: dicts with size, figure, tuned, baseline (seconds or None), and optional notes.
+    A Markdown table (it reads as plain text too)."""
+    lines = ["| workers | figure | tuned s | baseline s | baseline/tuned | tasks (tuned) | notes |",
+             "|---:|---|---:|---:|---:|---:|---|"]
+    for row in rows:
+        lines.append(f"| {row['size']} | {row['figure']} | {seconds(row.get('tuned'))} | "
+                     f"{seconds(row.get('baseline'))} | {ratio(row.get('baseline'), row.get('tuned'))} | "
+                     f"{row.get('tasks', '-')} | {row.get('notes', '')} |")
+    return "\n".join(lines)
+
+
+def tasks_table(timings, count=15) -> str:
+    lines = ["| task | wall s | host-sum s | hosts | items | status |", "|---|---:|---:|---:|---:|---|"]
+    for timing in top_tasks(timings, count):
+        status = ", ".join(f"{k} {v}" for k, v in sorted(timing.status.items()))
+        lines.append(f"| {timing.name} | {timing.wall:.2f} | {timing.host_seconds:.2f} | {timing.hosts} | "
+                     f"{timing.items} | {status} |")
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- running
+@dataclasses.dataclass
+class Run:
+    seconds: float
+    status: str
+    rc: int
+    timings: list
+    stats: dict
+
+
+class Bench:
+    def __init__(self, args):
+        self.args = args
+        self.verbose = args.verbose
+        self.fact_cache = ROOT / ".cache" / "facts"
+
+    def log(self, message):
+        print(f"[bench {time.strftime('%H:%M:%S')}] {message}", flush=True)
+
+    def inventory_dir(self, size) -> pathlib.Path:
+        if self.args.existing:
+            return pathlib.Path(self.args.existing).resolve()
+        return WORK / f"lab-{size}" / "inventory"
+
+    def config_env(self, config) -> dict:
+        env = {"ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_FORCE_COLOR": "0",
+               # ansible-runner replaces the stdout callback; keep the table callback.
+               "ANSIBLE_CALLBACKS_ENABLED": "ansible.posix.profile_tasks"}
+        if config == "baseline":
+            env.update(BASELINE_ENV)
+        elif config == "mitogen":
+            import ansible_mitogen  # noqa: F401  pylint: disable=import-outside-toplevel,import-error
+            env["ANSIBLE_STRATEGY_PLUGINS"] = str(pathlib.Path(ansible_mitogen.__file__).parent / "plugins" / "strategy")
+            env["ANSIBLE_STRATEGY"] = "mitogen_linear"
+        return env
+
+    def playbook(self, config, playbook, size, extra=(), label=""):
+        """Run one playbook through ansible-runner; returns a Run with the per-task timings."""
+        import ansible_runner  # pylint: disable=import-outside-toplevel,import-error
+
+        # A private data dir per run: ansible-runner keeps the arguments it was given in
+        # <dir>/env/ (cmdline, envvars) and would read a previous run's --limit back.
+        (WORK / "runner").mkdir(parents=True, exist_ok=True)
+        private = pathlib.Path(tempfile.mkdtemp(prefix=re.sub(r"\W+", "-", f"{label or 'run'}-{config}-{size}") + "-", dir=WORK / "runner"))
+        cmdline = " ".join(shlex.quote(str(a)) for a in extra)
+        kwargs = {
+            "private_data_dir": str(private),
+            "project_dir": str(ROOT),
+            "playbook": str(ROOT / playbook),
+            "inventory": str(self.inventory_dir(size)),
+            "envvars": self.config_env(config),
+            "cmdline": cmdline,
+            "quiet": not self.verbose,
+        }
+        if config == "baseline":
+            kwargs["fact_cache_type"] = "memory"
+        else:
+            # Absolute: ansible-runner would otherwise point jsonfile at its artifacts.
+            kwargs["fact_cache_type"] = "jsonfile"
+            kwargs["fact_cache"] = str(self.fact_cache)
+        self.log(f"{label or playbook} [{config}, {size} workers] ansible-playbook {playbook} {cmdline}")
+        start = time.monotonic()
+        runner = ansible_runner.run(**kwargs)
+        elapsed = time.monotonic() - start
+        events = list(runner.events)
+        result = Run(seconds=elapsed, status=runner.status, rc=runner.rc, timings=parse_events(events),
+                     stats=run_stats(events))
+        self.log(f"  -> {runner.status} rc={runner.rc} in {elapsed:.1f}s {result.stats}")
+        if runner.rc != 0:
+            failed = [t.name for t in result.timings if t.status.get("failed") or t.status.get("unreachable")]
+            self.log(f"  failed tasks: {failed[:5]} (artifacts: {private}/artifacts)")
+        return result
+
+    def lab(self, size, extra=()):
+        """playbooks/lab.yml with the project's configuration (its fact-cache clean-up is the
+        project's); writes the size's inventory directory."""
+        inv = self.inventory_dir(size)
+        base = ["-i", str(ROOT / "inventories" / "lab"), "-e", f"lab_workers={size}", "-e", f"lab_inventory_dir={inv}"]
+        cmd = ["ansible-playbook", str(ROOT / "playbooks" / "lab.yml")] + base + list(extra)
+        env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_FORCE_COLOR="0",
+                   ANSIBLE_STDOUT_CALLBACK="ansible.builtin.minimal" if not self.verbose else "default")
+        env["PATH"] = f"{ROOT / '.venv' / 'bin'}:{env.get('PATH', '')}"
+        self.log(f"lab [{size} workers] {' '.join(cmd[1:])}")
+        start = time.monotonic()
+        done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=not self.verbose, text=True, check=False)
+        if done.returncode != 0:
+            sys.stderr.write((done.stdout or "")[-4000:] + (done.stderr or "")[-2000:])
+            raise SystemExit(f"bench: lab.yml failed for {size} workers")
+        return time.monotonic() - start
+
+    def destroy(self, size):
+        self.lab(size, ["-e", "lab_state=absent"])
+
+    def forget_facts(self, hosts):
+        for host in hosts:
+            for path in self.fact_cache.glob(f"*{host}"):
+                if path.name == host or path.name.endswith("_" + host):
+                    path.unlink()
+
+    def worker_alive(self, worker, timeout=120):
+        """Poll the master's JSON (published on the controller) until `worker` is ALIVE."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                with urllib.request.urlopen("http://127.0.0.1:8080/json/", timeout=5) as answer:
+                    state = json.load(answer)
+                if any(w.get("host") == worker and w.get("state") == "ALIVE" for w in state.get("workers", [])):
+                    return True
+            except (OSError, ValueError):
+                pass
+            time.sleep(1)
+        return False
+
+    def measure(self, size, config):
+        """The figures of one size and one configuration: {figure: (seconds, Run, note)}."""
+        out = {}
+        figures = self.args.figures
+        site = self.args.playbook
+        if "cold" in figures:
+            self.destroy(size)
+            self.forget_facts(self.hosts(size))
+            self.lab(size)
+            out["cold"] = self.record(config, size, "cold", self.playbook(config, site, size, label="cold"))
+        if "cold" not in figures:
+            # The cluster of this size as it is, created and converged (untimed) when missing.
+            missing = [h for h in self.hosts(size) if not self.container_exists(h)]
+            self.lab(size)
+            if missing:
+                self.playbook("tuned", site, size, label=f"warm-up (new: {', '.join(missing)})")
+        if "noop" in figures:
+            run = self.playbook(config, site, size, label="noop")
+            note = "" if run.stats.get("changed", 0) == 0 else f"changed={run.stats.get('changed')}"
+            out["noop"] = self.record(config, size, "noop", run, note)
+        if "replace" in figures:
+            worker = f"sparkfleet-worker-{size}"
+            start = time.monotonic()
+            subprocess.run(["docker", "rm", "-f", worker], check=False, capture_output=True)
+            self.lab(size)
+            lab_s = time.monotonic() - start
+            run = self.playbook(config, site, size, ["--limit", worker], label="replace")
+            alive = self.worker_alive(worker)
+            total = time.monotonic() - start
+            note = f"lab.yml {lab_s:.0f}s + converge {run.seconds:.0f}s" + ("" if alive else "; worker NOT ALIVE")
+            out["replace"] = self.record(config, size, "replace", dataclasses.replace(run, seconds=total), note)
+        return out
+
+    @staticmethod
+    def container_exists(name):
+        done = subprocess.run(["docker", "container", "inspect", name], capture_output=True, check=False)
+        return done.returncode == 0
+
+    def hosts(self, size):
+        return ["sparkfleet-master"] + [f"sparkfleet-worker-{i}" for i in range(1, size + 1)]
+
+    def record(self, config, size, figure, run, note=""):
+        costs = ", ".join(f"{kind} {value:.1f}s" for kind, value in sorted(group_costs(run.timings).items()))
+        self.artifact_tables.append((f"{figure}, {size} workers, {config}: {run.seconds:.1f}s, "
+                                     f"{len(run.timings)} tasks, recap {run.stats}",
+                                     f"Task wall time by kind: {costs}.\n\n" + tasks_table(run.timings, 25)))
+        if run.rc != 0:
+            note = (note + "; " if note else "") + f"FAILED rc={run.rc}"
+        return run.seconds, run, note
+
+    def existing(self, configs):
+        """The no-op figure on a running cluster (no containers created or removed)."""
+        rows = []
+        results = {config: self.playbook(config, self.args.playbook, "existing", label="noop") for config in configs}
+        for config, run in results.items():
+            self.record(config, "existing", "noop", run)
+        tuned, base = results["tuned"], results["baseline"]
+        rows.append({"size": f"{self.args.existing} ({tuned.timings and max(t.hosts for t in tuned.timings)} hosts)",
+                     "figure": "noop", "tuned": tuned.seconds, "baseline": base.seconds,
+                     "tasks": len(tuned.timings),
+                     "notes": "; ".join(f"{c} changed={r.stats.get('changed')}" for c, r in results.items()
+                                        if r.stats.get("changed"))})
+        return rows
+
+    def main(self):
+        self.artifact_tables = []
+        configs = ["tuned", "baseline"] + (["mitogen"] if self.args.mitogen else [])
+        if self.args.existing:
+            self.report(self.existing(configs))
+            return
+        rows = []
+        for size in self.args.sizes:
+            results = {}
+            for config in configs:
+                results[config] = self.measure(size, config)
+            for figure in FIGURES:
+                if figure not in self.args.figures:
+                    continue
+                tuned = results["tuned"].get(figure)
+                base = results["baseline"].get(figure)
+                notes = "; ".join(filter(None, [f"tuned: {tuned[2]}" if tuned and tuned[2] else "",
+                                                f"baseline: {base[2]}" if base and base[2] else ""]))
+                if "mitogen" in results and results["mitogen"].get(figure):
+                    notes += f"; mitogen {results['mitogen'][figure][0]:.1f}s"
+                rows.append({"size": size, "figure": figure, "tuned": tuned[0] if tuned else None,
+                             "baseline": base[0] if base else None,
+                             "tasks": len(tuned[1].timings) if tuned else "-", "notes": notes})
+            if not self.args.keep:
+                self.destroy(size)
+        self.report(rows)
+
+    def report(self, rows):
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        command = "bench/run " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+        table = figures_table(rows)
+        lines = [f"# sparkfleet bench {stamp}", "", f"Reproduce: `{command}` (from {ROOT})", "",
+                 f"Machine: {os.cpu_count()} CPUs, {platform_line()}", "", table, "",
+                 "Baseline: " + " ".join(f"{k}={v}" for k, v in BASELINE_ENV.items()), ""]
+        for title, tasks in self.artifact_tables:
+            lines += [f"## {title}", "", tasks, ""]
+        RESULTS.mkdir(parents=True, exist_ok=True)
+        path = RESULTS / f"{stamp}.md"
+        path.write_text("\n".join(lines))
+        print("\n" + table + "\n")
+        print(f"Written to {path.relative_to(ROOT)}; reproduce with: {command}")
+
+
+def platform_line() -> str:
+    try:
+        return subprocess.run(["ansible", "--version"], capture_output=True, text=True, check=False).stdout.splitlines()[0]
+    except (OSError, IndexError):
+        return "ansible unknown"
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(prog="bench/run", description=__doc__.split("\n\n", 1)[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("sizes", nargs="*", type=int, default=[2, 4],
+                        help="worker counts (1 master + N workers each; default: 2 4)")
+    parser.add_argument("--figures", default=",".join(FIGURES),
+                        help=f"comma-separated subset of {','.join(FIGURES)} (default: all)")
+    parser.add_argument("--mitogen", action="store_true",
+                        help="also run with Mitogen's strategy (needs `pip install mitogen`; optional)")
+    parser.add_argument("--keep", action="store_true", help="leave the last cluster running")
+    parser.add_argument("--playbook", default="site.yml",
+                        help="the playbook converged and timed (default: site.yml); e.g. a subset of the layers")
+    parser.add_argument("--existing", metavar="INVENTORY",
+                        help="only the no-op figure, on the running cluster of INVENTORY (e.g. inventories/lab); "
+                             "no container is created or removed")
+    parser.add_argument("-v", "--verbose", action="store_true", help="show Ansible's output")
+    args = parser.parse_args(argv)
+    args.figures = [f for f in args.figures.split(",") if f]
+    unknown = set(args.figures) - set(FIGURES)
+    if unknown:
+        parser.error(f"unknown figures {sorted(unknown)}; choose from {FIGURES}")
+    if any(size < 1 for size in args.sizes):
+        parser.error("every size needs at least one worker")
+    if args.mitogen:
+        try:
+            import ansible_mitogen  # noqa: F401  pylint: disable=import-outside-toplevel,import-error,unused-import
+        except ImportError:
+            parser.error("--mitogen needs Mitogen for Ansible in the venv (pip install mitogen); it is optional")
+    if not shutil.which("docker"):
+        parser.error("docker is needed (make docker)")
+    return args
+
+
+if __name__ == "__main__":
+    Bench(parse_args(sys.argv[1:])).main()

@@ -1,0 +1,195 @@
+#!/usr/bin/env python3
+"""A JupyterHub user, without a browser: logs in through the hub's own login form or through
+OAuth, starts a server and talks to it through the proxy, over verified TLS. Each command prints
+what it observed as JSON (the Molecule verify asserts on it). Standard library only.
+
+    jupyterhub_client.py --base https://localhost:8443 --cafile ca.crt lab --user alice:pw --outsider mallory:pw
+    jupyterhub_client.py ... server --user alice:pw
+    jupyterhub_client.py ... github --login octo-member
+"""
+
+import argparse
+import http.cookiejar
+import json
+import re
+import ssl
+import sys
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+
+
+class NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args, **kwargs):
+        return None
+
+
+class Session:
+    def __init__(self, base, cafile):
+        self.base = base.rstrip("/")
+        self.jar = http.cookiejar.CookieJar()
+        context = ssl.create_default_context(cafile=cafile)
+        self.opener = urllib.request.build_opener(
+            urllib.request.HTTPCookieProcessor(self.jar), urllib.request.HTTPSHandler(context=context), NoRedirect())
+
+    def url(self, path):
+        return path if "://" in path else self.base + path
+
+    def cookie(self, name):
+        return next((c.value for c in self.jar if c.name == name), None)
+
+    def request(self, path, data=None, headers=None, api=False):
+        """One request, redirects not followed; response header names in lower case."""
+        headers = dict(headers or {})
+        if api and self.cookie("_xsrf"):
+            headers["X-XSRFToken"] = self.cookie("_xsrf")
+        body = urllib.parse.urlencode(data).encode() if isinstance(data, dict) else data
+        req = urllib.request.Request(self.url(path), data=body, headers=headers)
+        try:
+            with self.opener.open(req, timeout=60) as resp:
+                return resp.status, {k.lower(): v for k, v in resp.headers.items()}, resp.read().decode("utf-8", "replace")
+        except urllib.error.HTTPError as err:
+            return err.code, {k.lower(): v for k, v in err.headers.items()}, err.read().decode("utf-8", "replace")
+
+    def follow(self, path, limit=15):
+        """GET, following redirects; returns the last response and the chain of URLs."""
+        url, chain = self.url(path), []
+        for _ in range(limit):
+            chain.append(url)
+            status, headers, body = self.request(url)
+            if status in (301, 302, 303, 307, 308):
+                url = urllib.parse.urljoin(url, headers["location"])
+                continue
+            return status, body, chain
+        return status, body, chain
+
+    def api(self, path):
+        status, _headers, body = self.request("/hub/api" + path, headers={"Accept": "application/json"}, api=True)
+        try:
+            return status, json.loads(body)
+        except ValueError:
+            return status, None
+
+    def login(self, username, password):
+        status, _headers, page = self.request("/hub/login")
+        match = re.search(r'name="_xsrf"\s+value="([^"]+)"', page)
+        form = {"username": username, "password": password}
+        if match:
+            form["_xsrf"] = match.group(1)
+        status, headers, body = self.request("/hub/login", data=form)
+        return {"status": status, "location": headers.get("location"),
+                "invalid_message": "Invalid username or password" in body,
+                "session_cookie": self.cookie("jupyterhub-session-id") is not None
+                and self.cookie("jupyterhub-hub-login") is not None}
+
+
+def _user(spec):
+    name, _sep, password = spec.partition(":")
+    return name, password
+
+
+def cmd_lab(args):
+    out = {}
+    anon = Session(args.base, args.cafile)
+    status, headers, _ = anon.request("/hub/home")
+    out["anonymous_home"] = {"status": status, "location": headers.get("location")}
+    name, password = _user(args.user)
+    # Without a running server the proxy hands /user/... to the hub, which redirects (via
+    # /hub/user/...) to its login page; with one, the single-user server answers 403.
+    status, _body, chain = anon.follow(f"/user/{name}/api/status")
+    out["anonymous_user_api"] = {"status": status, "final_url": chain[-1], "hops": len(chain)}
+    out["anonymous_hub_api"] = {"status": anon.api("/users")[0]}
+
+    outsider = Session(args.base, args.cafile)
+    out["outsider_login"] = outsider.login(*_user(args.outsider))
+    status, headers, _ = outsider.request("/hub/home")
+    out["outsider_home_after"] = {"status": status, "location": headers.get("location")}
+
+    wrong = Session(args.base, args.cafile)
+    out["wrong_password_login"] = wrong.login(name, password + "-wrong")
+
+    user = Session(args.base, args.cafile)
+    out["login"] = user.login(name, password)
+    status, who = user.api("/user")
+    out["whoami"] = {"status": status, "name": (who or {}).get("name"), "admin": (who or {}).get("admin")}
+    # Start the server as the home page's button does (GET /hub/spawn), then wait until ready.
+    status, headers, _ = user.request("/hub/spawn")
+    out["spawn"] = {"status": status, "location": headers.get("location")}
+    started, deadline, server = time.monotonic(), time.monotonic() + args.timeout, None
+    while time.monotonic() < deadline:
+        status, who = user.api("/user")
+        server = ((who or {}).get("servers") or {}).get("")
+        if server and server.get("ready"):
+            break
+        time.sleep(2)
+    out["server"] = {"ready": bool(server and server.get("ready")), "seconds": round(time.monotonic() - started, 1),
+                     "url": (server or {}).get("url")}
+    # JupyterLab through the proxy (the single-user server's OAuth dance with the hub), then its API.
+    status, body, chain = user.follow(f"/user/{name}/lab")
+    out["lab"] = {"status": status, "final_url": chain[-1], "hops": len(chain), "jupyterlab": "JupyterLab" in body}
+    status, _headers, body = user.request(f"/user/{name}/api/status", headers={"Accept": "application/json"})
+    try:
+        payload = json.loads(body)
+    except ValueError:
+        payload = None
+    out["user_api_status"] = {"status": status, "json": payload}
+    # Another user's server is not this user's to open.
+    status, headers, _ = user.request(f"/user/{_user(args.outsider)[0]}/api/status")
+    out["other_user_api"] = {"status": status, "location": headers.get("location")}
+    return out
+
+
+def cmd_server(args):
+    user = Session(args.base, args.cafile)
+    login = user.login(*_user(args.user))
+    status, who = user.api("/user")
+    server = ((who or {}).get("servers") or {}).get("")
+    return {"login": login, "status": status, "server": server, "last_activity": (who or {}).get("last_activity")}
+
+
+def cmd_github(args):
+    out = {}
+    s = Session(args.base, args.cafile)
+    status, headers, _ = s.request("/hub/oauth_login")
+    authorize = headers.get("location", "")
+    out["oauth_login"] = {"status": status, "authorize_url": authorize.split("?")[0]}
+    if status != 302:
+        return out
+    query = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(authorize).query))
+    out["authorize_params"] = sorted(query)
+    # The user signs in at the (stand-in) GitHub, which sends the browser back with a code.
+    status, headers, _ = s.request(authorize + "&" + urllib.parse.urlencode({"login": args.login}))
+    callback = headers.get("location", "")
+    out["provider"] = {"status": status, "callback": callback.split("?")[0]}
+    if status != 302:
+        return out
+    status, headers, body = s.request(callback)
+    out["callback"] = {"status": status, "location": headers.get("location"),
+                       "forbidden_message": "Forbidden" in body or "not allowed" in body.lower()}
+    status, who = s.api("/user")
+    out["whoami"] = {"status": status, "name": (who or {}).get("name")}
+    return out
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--base", required=True)
+    parser.add_argument("--cafile", required=True)
+    sub = parser.add_subparsers(dest="command", required=True)
+    lab = sub.add_parser("lab")
+    lab.add_argument("--user", required=True, help="allowed user:password")
+    lab.add_argument("--outsider", required=True, help="a valid account outside the allow-list, user:password")
+    lab.add_argument("--timeout", type=int, default=120)
+    server = sub.add_parser("server")
+    server.add_argument("--user", required=True)
+    github = sub.add_parser("github")
+    github.add_argument("--login", required=True)
+    args = parser.parse_args()
+    result = {"lab": cmd_lab, "server": cmd_server, "github": cmd_github}[args.command](args)
+    json.dump(result, sys.stdout, indent=1, sort_keys=True)
+    print()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,292 @@
+"""The jupyterhub role's jupyterhub_config.py and nginx site: rendered with Ansible's own
+templating from the role's defaults and vars, then the configuration EXECUTED against a
+stand-in for JupyterHub's `c` object, and its settings checked."""
+
+import pathlib
+
+import pytest
+import yaml
+from ansible.parsing.dataloader import DataLoader
+from ansible.template import Templar, trust_as_template
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+ROLE = ROOT / "roles" / "jupyterhub"
+CULLER_SCOPES = {"list:users", "read:users:activity", "read:servers", "delete:servers"}
+
+
+def _trusted(value):
+    if isinstance(value, str):
+        return trust_as_template(value)
+    if isinstance(value, list):
+        return [_trusted(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _trusted(v) for k, v in value.items()}
+    return value
+
+
+def _role_vars():
+    variables = {}
+    for name in ("defaults", "vars"):
+        variables.update(_trusted(yaml.safe_load((ROLE / name / "main.yml").read_text())))
+    return variables
+
+
+FACTS = {
+    "ansible_managed": "Ansible managed",
+    "inventory_hostname": "hub1",
+    "groups": {"hub": ["hub1"]},
+    "ansible_facts": {"fqdn": "hub1.example.org", "default_ipv4": {"address": "10.0.0.5"},
+                      "all_ipv6_addresses": []},
+}
+
+
+class Section:
+    """One configurable class of `c` (c.JupyterHub, c.SwarmSpawner, ...)."""
+
+    def __init__(self):
+        object.__setattr__(self, "values", {})
+
+    def __setattr__(self, name, value):
+        self.values[name] = value
+
+    def __getattr__(self, name):
+        try:
+            return self.values[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+
+class FakeConfig:
+    def __init__(self):
+        object.__setattr__(self, "sections", {})
+
+    def __getattr__(self, name):
+        return self.sections.setdefault(name, Section())
+
+    def set(self, section):
+        """The names set on a section (empty if the configuration never touched it)."""
+        return dict(self.sections[section].values) if section in self.sections else {}
+
+
+def render(name, **overrides):
+    variables = dict(_role_vars(), **FACTS)
+    variables.update(overrides)
+    templar = Templar(loader=DataLoader(), variables=variables)
+    return templar.template(trust_as_template((ROLE / "templates" / name).read_text()))
+
+
+@pytest.fixture()
+def secrets_dir(tmp_path):
+    for name, value in {"cookie_secret": "ab" * 32, "proxy_auth_token": "proxy-token-value",
+                        "github_client_secret": "github-secret-value"}.items():
+        (tmp_path / name).write_text(value + "\n")
+    return tmp_path
+
+
+def load(secrets_dir, **overrides):
+    text = render("jupyterhub_config.py.j2", __jupyterhub_secrets_dir=str(secrets_dir), **overrides)
+    c = FakeConfig()
+    exec(compile(text, "jupyterhub_config.py", "exec"), {"get_config": lambda: c})  # noqa: S102 - the point of the test
+    return c, text
+
+
+SWARM_GITHUB = {
+    "jupyterhub_spawner": "swarm",
+    "jupyterhub_authenticator": "github",
+    "jupyterhub_github_url": "https://ghe.example.org",
+    "jupyterhub_github_client_id": "client-id-1",
+    "jupyterhub_github_allowed_organizations": ["tutorial-org", "staff-org:mentors"],
+    "jupyterhub_admin_users": ["mae"],
+    "registry_address": "hub1:5443",
+    "jupyterhub_gpu_shares": 1,
+    "jupyterhub_swarm_constraints": ["node.role == worker"],
+    "jupyterhub_cpu_limit": 4,
+    "jupyterhub_mem_limit": "12G",
+    "jupyterhub_volumes": [
+        {"host_path": "/efs/CFIW-Tutorials", "mount_path": "/home/jovyan/shared/CFIW-Tutorials", "mode": "ro"},
+        {"host_path": "/efs/dataset", "mount_path": "/home/jovyan/shared/dataset", "mode": "rw"},
+    ],
+}
+
+
+def test_swarm_github_seed(secrets_dir):
+    c, text = load(secrets_dir, **SWARM_GITHUB)
+    hub = c.set("JupyterHub")
+    assert hub["spawner_class"] == "dockerspawner.SwarmSpawner"
+    assert hub["authenticator_class"] == "oauthenticator.github.GitHubOAuthenticator"
+
+    gh = c.set("GitHubOAuthenticator")
+    assert gh["github_url"] == "https://ghe.example.org"
+    assert gh["client_id"] == "client-id-1"
+    assert gh["client_secret"] == "github-secret-value"
+    assert gh["oauth_callback_url"] == "https://hub1.example.org/hub/oauth_callback"
+    assert gh["allowed_organizations"] == {"tutorial-org", "staff-org:mentors"}
+    assert gh["scope"] == ["read:org"]
+
+    auth = c.set("Authenticator")
+    assert auth["allow_all"] is False
+    assert auth["allow_existing_users"] is False
+    assert auth["allowed_users"] == set()
+    assert auth["admin_users"] == {"mae"}
+
+    swarm = c.set("SwarmSpawner")
+    image = "hub1:5443/sparkfleet/notebook:latest"
+    assert swarm["image"] == image
+    assert swarm["allowed_images"] == [image]
+    assert swarm["network_name"] == "sparkfleet-notebooks"
+    assert swarm["cpu_limit"] == 4.0
+    assert swarm["mem_limit"] == "12G"
+    assert swarm["volumes"] == {
+        "/efs/CFIW-Tutorials": {"bind": "/home/jovyan/shared/CFIW-Tutorials", "mode": "ro"},
+        "/efs/dataset": {"bind": "/home/jovyan/shared/dataset", "mode": "rw"},
+    }
+    # One GPU share per server, of the kind the GPU workers advertise, placed on GPU nodes.
+    assert swarm["extra_resources_spec"] == {"generic_resources": {"NVIDIA-GPU": 1}}
+    assert swarm["extra_placement_spec"] == {"constraints": ["node.role == worker", "node.labels.gpu == true"]}
+    # The hub on the manager host reaches services through the routing mesh on its own node.
+    assert swarm["use_internal_ip"] is False
+    assert swarm["host_ip"] == "127.0.0.1"
+    assert "DockerSpawner" not in c.sections
+
+    # The hub's API on the host's address (the workers' containers call back), the proxy's
+    # public side and its API on loopback only, secrets from the 0600 files, none in the file.
+    assert hub["hub_bind_url"] == "http://10.0.0.5:8081"
+    assert hub["hub_connect_url"] == "http://10.0.0.5:8081"
+    assert hub["bind_url"] == "http://127.0.0.1:8000"
+    proxy = c.set("ConfigurableHTTPProxy")
+    assert proxy["api_url"] == "http://127.0.0.1:8001"
+    assert proxy["auth_token"] == "proxy-token-value"
+    assert proxy["should_start"] is False  # its own unit, jupyterhub-proxy
+    assert hub["cookie_secret_file"] == str(secrets_dir / "cookie_secret")
+    for secret in ("proxy-token-value", "github-secret-value", "ab" * 32):
+        assert secret not in text
+
+
+def test_culler_service_has_only_the_scopes_it_needs(secrets_dir):
+    c, _ = load(secrets_dir, **SWARM_GITHUB, jupyterhub_idle_culler_timeout=1800, jupyterhub_idle_culler_every=60)
+    hub = c.set("JupyterHub")
+    (service,) = hub["services"]
+    assert service["name"] == "jupyterhub-idle-culler"
+    assert service["command"][:3] == ["/opt/jupyterhub/venv/bin/python3", "-m", "jupyterhub_idle_culler"]
+    assert "--timeout=1800" in service["command"]
+    assert "--cull-every=60" in service["command"]
+    assert "api_token" not in service and "admin" not in service
+    (role,) = hub["load_roles"]
+    assert role["services"] == ["jupyterhub-idle-culler"]
+    assert set(role["scopes"]) == CULLER_SCOPES
+    assert not any(s.startswith("admin") for s in role["scopes"])
+
+
+def test_culler_off(secrets_dir):
+    c, _ = load(secrets_dir, **SWARM_GITHUB, jupyterhub_idle_culler_enabled=False)
+    assert "services" not in c.set("JupyterHub")
+    assert "load_roles" not in c.set("JupyterHub")
+
+
+def test_swarm_without_gpu_reserves_nothing(secrets_dir):
+    c, _ = load(secrets_dir, **dict(SWARM_GITHUB, jupyterhub_gpu_shares=0, jupyterhub_swarm_constraints=[],
+                                    jupyterhub_gpu_kind="AMD-GPU"))
+    swarm = c.set("SwarmSpawner")
+    assert "extra_resources_spec" not in swarm
+    assert swarm["extra_placement_spec"] == {"constraints": []}
+
+
+def test_gpu_kind_follows_the_container_toolkit(secrets_dir):
+    c, _ = load(secrets_dir, **dict(SWARM_GITHUB, jupyterhub_gpu_shares=2),
+                nvidia_container_toolkit_swarm_resource_kind="gpu.share")
+    assert c.set("SwarmSpawner")["extra_resources_spec"] == {"generic_resources": {"gpu.share": 2}}
+
+
+def test_docker_pam(secrets_dir):
+    c, text = load(secrets_dir, jupyterhub_spawner="docker", jupyterhub_authenticator="pam",
+                   jupyterhub_allowed_users=["alice", "bob"], jupyterhub_admin_users=["root-admin"],
+                   jupyterhub_allowed_images=["hub1:5443/sparkfleet/notebook:1.2", "hub1:5443/sparkfleet/notebook:gpu"],
+                   jupyterhub_volumes=[{"host_path": "/srv/shared", "mount_path": "/home/jovyan/shared", "mode": "rw"}])
+    hub = c.set("JupyterHub")
+    assert hub["spawner_class"] == "dockerspawner.DockerSpawner"
+    assert hub["authenticator_class"] == "jupyterhub.auth.PAMAuthenticator"
+    assert c.set("PAMAuthenticator")["open_sessions"] is False
+    assert c.set("Authenticator")["allowed_users"] == {"alice", "bob"}
+    assert c.set("Authenticator")["admin_users"] == {"root-admin"}
+    assert "GitHubOAuthenticator" not in c.sections
+    assert "github" not in text.lower().replace("# authenticator pam", "")
+    docker = c.set("DockerSpawner")
+    assert docker["image"] == "hub1:5443/sparkfleet/notebook:1.2"
+    assert docker["allowed_images"] == ["hub1:5443/sparkfleet/notebook:1.2", "hub1:5443/sparkfleet/notebook:gpu"]
+    assert docker["network_name"] == "bridge"
+    assert docker["use_internal_ip"] is True
+    assert docker["remove"] is True
+    assert docker["volumes"] == {"/srv/shared": {"bind": "/home/jovyan/shared", "mode": "rw"}}
+    assert docker["cpu_limit"] == 2.0 and docker["mem_limit"] == "4G"
+    assert "extra_resources_spec" not in docker and "SwarmSpawner" not in c.sections
+    assert hub["hub_bind_url"] == "http://10.0.0.5:8081"
+
+
+def test_local_pam_fat_master(secrets_dir):
+    c, _ = load(secrets_dir, jupyterhub_spawner="local", jupyterhub_authenticator="pam",
+                jupyterhub_allowed_users=["alice"], jupyterhub_volumes=[])
+    hub = c.set("JupyterHub")
+    assert hub["spawner_class"] == "jupyterhub.spawner.LocalProcessSpawner"
+    assert hub["authenticator_class"] == "jupyterhub.auth.PAMAuthenticator"
+    assert c.set("Spawner")["cmd"] == ["/opt/jupyterhub/venv/bin/jupyterhub-singleuser"]
+    assert c.set("Spawner")["default_url"] == "/lab"
+    assert c.set("Authenticator")["allowed_users"] == {"alice"}
+    assert not {"DockerSpawner", "SwarmSpawner"} & set(c.sections)
+    # Everything on the hub itself: the hub's API on loopback too.
+    assert hub["hub_bind_url"] == "http://127.0.0.1:8081"
+    assert {s["name"] for s in hub["services"]} == {"jupyterhub-idle-culler"}
+
+
+def test_native_tls(secrets_dir):
+    c, _ = load(secrets_dir, **SWARM_GITHUB, jupyterhub_tls_mode="native", jupyterhub_https_port=8443)
+    hub = c.set("JupyterHub")
+    assert hub["bind_url"] == "https://0.0.0.0:8443"
+    assert hub["ssl_cert"] == "/etc/jupyterhub/tls/jupyterhub.crt"
+    assert hub["ssl_key"] == "/etc/jupyterhub/tls/jupyterhub.key"
+    assert c.set("GitHubOAuthenticator")["oauth_callback_url"] == "https://hub1.example.org:8443/hub/oauth_callback"
+    assert c.set("ConfigurableHTTPProxy")["api_url"] == "http://127.0.0.1:8001"
+
+
+def test_nginx_site_forwards_to_the_loopback_proxy():
+    text = render("nginx-jupyterhub.conf.j2", jupyterhub_https_port=8443)
+    lines = [line.strip() for line in text.splitlines()]
+    assert "listen 8443 ssl http2;" in lines
+    assert not any(line.startswith("listen 80") for line in lines)
+    assert "proxy_pass http://127.0.0.1:8000;" in lines
+    assert "ssl_certificate /etc/jupyterhub/tls/jupyterhub.crt;" in lines
+    assert "proxy_set_header Upgrade $http_upgrade;" in lines
+
+
+def _proxy_args(text):
+    command = " ".join(line.strip().rstrip("\\") for line in text.splitlines() if not line.startswith("#"))
+    args = command.split("exec ", 1)[1].split()
+    return args[0], dict(zip(args[1::2], args[2::2]))
+
+
+def test_proxy_service_listens_on_loopback_behind_nginx():
+    text = render("configurable-http-proxy.sh.j2", **SWARM_GITHUB)
+    command, args = _proxy_args(text)
+    assert command == "/opt/jupyterhub/proxy/node_modules/.bin/configurable-http-proxy"
+    assert args == {"--ip": "127.0.0.1", "--port": "8000", "--api-ip": "127.0.0.1", "--api-port": "8001",
+                    "--default-target": "http://10.0.0.5:8081", "--error-target": "http://10.0.0.5:8081/hub/error"}
+    # The token comes from the 0600 file at start, not from the script or a unit file.
+    assert 'CONFIGPROXY_AUTH_TOKEN="$(cat /etc/jupyterhub/secrets/proxy_auth_token)"' in text
+
+
+def test_proxy_service_serves_tls_itself_in_native_mode():
+    _command, args = _proxy_args(render("configurable-http-proxy.sh.j2", jupyterhub_tls_mode="native",
+                                        jupyterhub_https_port=443, jupyterhub_spawner="local"))
+    assert args["--ip"] == "0.0.0.0" and args["--port"] == "443"
+    assert args["--ssl-cert"] == "/etc/jupyterhub/tls/jupyterhub.crt"
+    assert args["--ssl-key"] == "/etc/jupyterhub/tls/jupyterhub.key"
+    assert args["--api-ip"] == "127.0.0.1"
+    assert args["--default-target"] == "http://127.0.0.1:8081"
+
+
+def test_no_dummy_authenticator_and_no_open_signup():
+    spec = yaml.safe_load((ROLE / "meta" / "argument_specs.yml").read_text())["argument_specs"]["main"]["options"]
+    assert set(spec["jupyterhub_authenticator"]["choices"]) == {"github", "pam"}
+    assert spec["jupyterhub_github_client_secret"].get("no_log") is True
+    template = (ROLE / "templates" / "jupyterhub_config.py.j2").read_text()
+    for forbidden in ("DummyAuthenticator", "allow_all = True", "open_signup", "0.0.0.0:{{ jupyterhub_proxy_api_port"):
+        assert forbidden not in template

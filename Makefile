@@ -12,7 +12,7 @@ VENV ?= .venv
 SSH_KEY := .cache/ssh/id_ed25519
 PYTHON ?= python3
 # Molecule scenarios, in the order `make molecule` runs them.
-SCENARIOS ?= preflight common spark_cluster spark_tarball installed gpu hadoop livy mesos
+SCENARIOS ?= preflight common spark_cluster spark_tarball installed gpu swarm hadoop livy mesos
 # Scenarios whose software cannot be downloaded here: they run when their artifacts are
 # given (SPARKFLEET_ARTIFACT_MIRROR: Apache's Hadoop and Livy files; SPARKFLEET_MESOS_URL and
 # SPARKFLEET_MESOS_CHECKSUM: an administrator's Mesos build), and are skipped with the
@@ -31,7 +31,7 @@ ifneq ($(wildcard /etc/ssl/certs/ca-certificates.crt),)
 export PIP_CERT ?= /etc/ssl/certs/ca-certificates.crt
 endif
 
-.PHONY: help venv collections docker image ssh-key lint unit sanity cloud molecule test lab lab-destroy clean
+.PHONY: help venv collections docker image ssh-key lint unit sanity cloud molecule test lab lab-destroy bench status clean
 
 help: ## List the targets.
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -93,6 +93,12 @@ lab: venv collections image ssh-key ## Local lab: 1 master + 2 workers in contai
 	ansible-playbook playbooks/lab.yml
 	ansible-playbook site.yml
 	ansible-playbook playbooks/smoke_test.yml
+
+bench: venv collections image ssh-key ## Benchmark lab clusters 1 master + N workers, tuned vs defaults (BENCH_ARGS="2 4 8"); replaces the lab.
+	bench/run $(BENCH_ARGS)
+
+status: venv ## One table: hosts, groups, reachable, Spark worker, GPUs, Swarm, services, what is wrong.
+	ansible-playbook playbooks/status.yml
 
 lab-destroy: venv ## Remove the lab containers and network.
 	ansible-playbook playbooks/lab.yml -e lab_state=absent

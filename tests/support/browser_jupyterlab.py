@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """As a person would: a real browser (Debian's headless Chromium, driven by Selenium through
 Debian's chromedriver) opens the hub's login page, signs in, and reaches JupyterLab; a
 screenshot is kept as an artifact.

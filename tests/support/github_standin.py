@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """A stand-in for a GitHub Enterprise Server, for exercising oauthenticator's
 GitHubOAuthenticator (github_url = http://<here>) without GitHub.
 

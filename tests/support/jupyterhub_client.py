@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """A JupyterHub user, without a browser: logs in through the hub's own login form or through
 OAuth, starts a server and talks to it through the proxy, over verified TLS. Each command prints
 what it observed as JSON (the Molecule verify asserts on it). Standard library only.
@@ -55,7 +54,7 @@ class Session:
     def follow(self, path, limit=15):
         """GET, following redirects; returns the last response and the chain of URLs."""
         url, chain = self.url(path), []
-        for _ in range(limit):
+        for _attempt in range(limit):
             chain.append(url)
             status, headers, body = self.request(url)
             if status in (301, 302, 303, 307, 308):
@@ -92,7 +91,7 @@ def _user(spec):
 def cmd_lab(args):
     out = {}
     anon = Session(args.base, args.cafile)
-    status, headers, _ = anon.request("/hub/home")
+    status, headers, _body = anon.request("/hub/home")
     out["anonymous_home"] = {"status": status, "location": headers.get("location")}
     name, password = _user(args.user)
     # Without a running server the proxy hands /user/... to the hub, which redirects (via
@@ -103,7 +102,7 @@ def cmd_lab(args):
 
     outsider = Session(args.base, args.cafile)
     out["outsider_login"] = outsider.login(*_user(args.outsider))
-    status, headers, _ = outsider.request("/hub/home")
+    status, headers, _body = outsider.request("/hub/home")
     out["outsider_home_after"] = {"status": status, "location": headers.get("location")}
 
     wrong = Session(args.base, args.cafile)
@@ -114,7 +113,7 @@ def cmd_lab(args):
     status, who = user.api("/user")
     out["whoami"] = {"status": status, "name": (who or {}).get("name"), "admin": (who or {}).get("admin")}
     # Start the server as the home page's button does (GET /hub/spawn), then wait until ready.
-    status, headers, _ = user.request("/hub/spawn")
+    status, headers, _body = user.request("/hub/spawn")
     out["spawn"] = {"status": status, "location": headers.get("location")}
     started, deadline, server = time.monotonic(), time.monotonic() + args.timeout, None
     while time.monotonic() < deadline:
@@ -135,7 +134,7 @@ def cmd_lab(args):
         payload = None
     out["user_api_status"] = {"status": status, "json": payload}
     # Another user's server is not this user's to open.
-    status, headers, _ = user.request(f"/user/{_user(args.outsider)[0]}/api/status")
+    status, headers, _body = user.request(f"/user/{_user(args.outsider)[0]}/api/status")
     out["other_user_api"] = {"status": status, "location": headers.get("location")}
     return out
 
@@ -151,7 +150,7 @@ def cmd_server(args):
 def cmd_github(args):
     out = {}
     s = Session(args.base, args.cafile)
-    status, headers, _ = s.request("/hub/oauth_login")
+    status, headers, _body = s.request("/hub/oauth_login")
     authorize = headers.get("location", "")
     out["oauth_login"] = {"status": status, "authorize_url": authorize.split("?")[0]}
     if status != 302:
@@ -159,7 +158,7 @@ def cmd_github(args):
     query = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(authorize).query))
     out["authorize_params"] = sorted(query)
     # The user signs in at the (stand-in) GitHub, which sends the browser back with a code.
-    status, headers, _ = s.request(authorize + "&" + urllib.parse.urlencode({"login": args.login}))
+    status, headers, _body = s.request(authorize + "&" + urllib.parse.urlencode({"login": args.login}))
     callback = headers.get("location", "")
     out["provider"] = {"status": status, "callback": callback.split("?")[0]}
     if status != 302:

@@ -119,8 +119,8 @@ def test_livy_follows_the_cluster_manager():
     assert RoleRenderer("livy", CLUSTER, extra={"spark_cluster_manager": "yarn"}).value("__livy_spark_master", "m1") == "yarn"
     mesos = RoleRenderer("livy", CLUSTER, extra={"spark_cluster_manager": "mesos"})
     assert mesos.value("__livy_spark_master", "m1") == "mesos://m1:5050"
-    zk = RoleRenderer("livy", CLUSTER, extra={"spark_cluster_manager": "mesos",
-                                               "mesos_zookeeper_url": "zk://m1:2181,m2:2181/mesos"})
+    zk = RoleRenderer("livy", CLUSTER,
+                      extra={"spark_cluster_manager": "mesos", "mesos_zookeeper_url": "zk://m1:2181,m2:2181/mesos"})
     assert zk.value("__livy_spark_master", "m1") == "mesos://zk://m1:2181,m2:2181/mesos"
 
 

@@ -163,7 +163,7 @@ def test_swarm_github_seed(secrets_dir):
 
 
 def test_culler_service_has_only_the_scopes_it_needs(secrets_dir):
-    c, _ = load(secrets_dir, **SWARM_GITHUB, jupyterhub_idle_culler_timeout=1800, jupyterhub_idle_culler_every=60)
+    c, _text = load(secrets_dir, **SWARM_GITHUB, jupyterhub_idle_culler_timeout=1800, jupyterhub_idle_culler_every=60)
     hub = c.set("JupyterHub")
     (service,) = hub["services"]
     assert service["name"] == "jupyterhub-idle-culler"
@@ -178,22 +178,23 @@ def test_culler_service_has_only_the_scopes_it_needs(secrets_dir):
 
 
 def test_culler_off(secrets_dir):
-    c, _ = load(secrets_dir, **SWARM_GITHUB, jupyterhub_idle_culler_enabled=False)
+    c, _text = load(secrets_dir, **SWARM_GITHUB, jupyterhub_idle_culler_enabled=False)
     assert "services" not in c.set("JupyterHub")
     assert "load_roles" not in c.set("JupyterHub")
 
 
 def test_swarm_without_gpu_reserves_nothing(secrets_dir):
-    c, _ = load(secrets_dir, **dict(SWARM_GITHUB, jupyterhub_gpu_shares=0, jupyterhub_swarm_constraints=[],
-                                    jupyterhub_gpu_kind="AMD-GPU"))
+    variables = {**SWARM_GITHUB, "jupyterhub_gpu_shares": 0, "jupyterhub_swarm_constraints": [],
+                 "jupyterhub_gpu_kind": "AMD-GPU"}
+    c, _text = load(secrets_dir, **variables)
     swarm = c.set("SwarmSpawner")
     assert "extra_resources_spec" not in swarm
     assert swarm["extra_placement_spec"] == {"constraints": []}
 
 
 def test_gpu_kind_follows_the_container_toolkit(secrets_dir):
-    c, _ = load(secrets_dir, **dict(SWARM_GITHUB, jupyterhub_gpu_shares=2),
-                nvidia_container_toolkit_swarm_resource_kind="gpu.share")
+    variables = {**SWARM_GITHUB, "jupyterhub_gpu_shares": 2}
+    c, _text = load(secrets_dir, **variables, nvidia_container_toolkit_swarm_resource_kind="gpu.share")
     assert c.set("SwarmSpawner")["extra_resources_spec"] == {"generic_resources": {"gpu.share": 2}}
 
 
@@ -223,8 +224,8 @@ def test_docker_pam(secrets_dir):
 
 
 def test_local_pam_fat_master(secrets_dir):
-    c, _ = load(secrets_dir, jupyterhub_spawner="local", jupyterhub_authenticator="pam",
-                jupyterhub_allowed_users=["alice"], jupyterhub_volumes=[])
+    c, _text = load(secrets_dir, jupyterhub_spawner="local", jupyterhub_authenticator="pam",
+                    jupyterhub_allowed_users=["alice"], jupyterhub_volumes=[])
     hub = c.set("JupyterHub")
     assert hub["spawner_class"] == "jupyterhub.spawner.LocalProcessSpawner"
     assert hub["authenticator_class"] == "jupyterhub.auth.PAMAuthenticator"
@@ -238,7 +239,7 @@ def test_local_pam_fat_master(secrets_dir):
 
 
 def test_native_tls(secrets_dir):
-    c, _ = load(secrets_dir, **SWARM_GITHUB, jupyterhub_tls_mode="native", jupyterhub_https_port=8443)
+    c, _text = load(secrets_dir, **SWARM_GITHUB, jupyterhub_tls_mode="native", jupyterhub_https_port=8443)
     hub = c.set("JupyterHub")
     assert hub["bind_url"] == "https://0.0.0.0:8443"
     assert hub["ssl_cert"] == "/etc/jupyterhub/tls/jupyterhub.crt"

@@ -173,8 +173,8 @@ def test_rapids_loads_the_plugin_from_the_installed_jar():
 
 def test_rapids_pinned_pool_and_extra_settings():
     settings = {"spark.rapids.sql.explain": "NOT_ON_GPU", "spark.rapids.sql.batchSizeBytes": "512m"}
-    props = properties(render("spark-defaults.conf.j2", **dict(RAPIDS, spark_rapids_pinned_pool_mb=2048,
-                                                                 spark_rapids_settings=settings)))
+    variables = {**RAPIDS, "spark_rapids_pinned_pool_mb": 2048, "spark_rapids_settings": settings}
+    props = properties(render("spark-defaults.conf.j2", **variables))
     assert props["spark.rapids.memory.pinnedPool.size"] == "2048m"
     assert props["spark.rapids.sql.explain"] == "NOT_ON_GPU"
     assert props["spark.rapids.sql.batchSizeBytes"] == "512m"

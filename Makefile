@@ -74,7 +74,7 @@ unit: venv ## pytest unit tests (plugins, rendered templates, role contracts).
 sanity: venv ## ansible-test sanity on the built and installed collection (offline).
 	bash scripts/sanity.sh
 
-cloud: venv ## Cloud playbooks offline: AWS against moto, GCP with recorded API responses.
+cloud: venv ## Cloud playbooks offline: AWS against moto, GCP against Compute-API-shaped fixtures.
 	pytest -q -rs tests/cloud
 
 molecule: venv collections image ssh-key ## Every Molecule scenario (converge, idempotence, verify).

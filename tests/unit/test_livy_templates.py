@@ -20,7 +20,7 @@ def test_basic_auth_keeps_livy_on_loopback_behind_the_proxy():
     assert "livy.server.auth.type" not in props
     site = renderer.render("nginx-livy.conf.j2", "m1")
     assert "listen 10.1.2.3:8998;" in site
-    assert "auth_basic_user_file /etc/nginx/sparkfleet-livy.htpasswd;" in site
+    assert "auth_basic_user_file /etc/sparkfleet/livy/nginx.htpasswd;" in site
     assert "proxy_pass http://127.0.0.1:18998;" in site
 
 

@@ -100,7 +100,7 @@ def env_file(text):
     pairs = {}
     for line in text.splitlines():
         if line and not line.startswith("#"):
-            name, _, value = line.partition("=")
+            name, value = line.split("=", 1)
             pairs[name] = shlex.split(value)[0]
     return pairs
 

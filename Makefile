@@ -33,7 +33,7 @@ ifneq ($(wildcard /etc/ssl/certs/ca-certificates.crt),)
 export PIP_CERT ?= /etc/ssl/certs/ca-certificates.crt
 endif
 
-.PHONY: help venv collections docker image ssh-key lint unit sanity cloud molecule test lab lab-destroy bench status clean
+.PHONY: help venv collections docker image ssh-key lint unit sanity cloud molecule lab-test test lab lab-destroy bench status clean
 
 help: ## List the targets.
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -88,7 +88,10 @@ molecule: venv collections image ssh-key ## Every Molecule scenario (converge, i
 	  echo "=== scenario $$s passed in $$(( $$(date +%s) - start ))s"; \
 	done
 
-test: venv collections docker image lint unit sanity cloud molecule ## The whole suite (CI runs this).
+lab-test: venv collections image ssh-key ## The lab end to end: make lab, a worker killed mid-job, replace_worker.yml, full strength again (replaces the lab).
+	bash tests/lab/run
+
+test: venv collections docker image lint unit sanity cloud molecule lab-test ## The whole suite (CI runs this).
 	@echo "make test: all suites passed"
 
 lab: venv collections image ssh-key ## Local lab: 1 master + 2 workers in containers, then a Pi job.

@@ -35,7 +35,11 @@ def test_layer_plays_read_only_in_preflight_and_target_component_groups():
         for play in _yaml(PLAYBOOKS / layer):
             assert "sparkfleet_preflight" in str(play["become"]), f"{layer}: become must be off in preflight"
             assert play["name"].endswith("{{ ' | preflight' if sparkfleet_preflight | default(false) else '' }}")
-            groups = {g for g in play["hosts"].split(":") if g != "all"}
+            # Every layer play can be narrowed to one group (replace_worker.yml converges only the
+            # replacement and the hosts that keep membership); the default is every host.
+            suffix = ":&{{ sparkfleet_run_group | default('all') }}"
+            assert play["hosts"].endswith(suffix), f"{layer}: {play['hosts']} does not end with {suffix}"
+            groups = {g for g in play["hosts"][: -len(suffix)].split(":") if g != "all"}
             assert groups <= known, f"{layer} targets {groups - known}, not component groups"
             for role in play.get("roles", []):
                 assert role["role"].startswith("sparkfleet.cluster."), role

@@ -1,0 +1,99 @@
+"""playbooks/replace_worker.yml: what it refuses before anything changes, how it finds dead workers
+itself, and that every layer play it narrows really is narrowed. The replacement itself runs on the
+lab in `make lab-test` (tests/lab/run)."""
+
+import os
+import pathlib
+import socket
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+PLAYBOOK = ROOT / "playbooks" / "replace_worker.yml"
+ANSIBLE_PLAYBOOK = pathlib.Path(sys.executable).parent / "ansible-playbook"
+
+pytestmark = pytest.mark.skipif(not ANSIBLE_PLAYBOOK.exists(), reason="ansible-playbook is not installed beside this Python")
+
+
+def _closed_port():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _run(tmp_path, *extra, unreachable=()):
+    """Run the playbook on m1 (master), w1, w2 (workers), n1 (notebook); hosts in `unreachable`
+    are SSH hosts on a closed port, the others local. The provider 'nowhere' makes the
+    provision step stop at its own check, so nothing is ever created."""
+    port = _closed_port()
+    ssh = {"ansible_connection": "ssh", "ansible_host": "127.0.0.1", "ansible_port": port, "ansible_user": "nobody",
+           "ansible_ssh_common_args": "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null"}
+    local = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}
+
+    def host(name):
+        return ssh if name in unreachable else local
+
+    inventory = tmp_path / "hosts.yml"
+    inventory.write_text(yaml.safe_dump({"all": {
+        "vars": {"sparkfleet_provider": "nowhere", "sparkfleet_cluster_name": "unit",
+                 "sparkfleet_credentials_dir": str(tmp_path / "credentials")},
+        "children": {
+            "spark_masters": {"hosts": {"m1": host("m1")}},
+            "spark_workers": {"hosts": {"w1": host("w1"), "w2": host("w2")}},
+            "notebook": {"hosts": {"n1": host("n1")}},
+        }}}))
+    cfg = tmp_path / "ansible.cfg"
+    cfg.write_text("[defaults]\n")
+    env = dict(os.environ, ANSIBLE_CONFIG=str(cfg), ANSIBLE_FORCE_COLOR="0", ANSIBLE_NOCOLOR="1",
+               ANSIBLE_COLLECTIONS_PATH=str(ROOT / "collections"), ANSIBLE_LOCALHOST_WARNING="false",
+               ANSIBLE_CALLBACK_RESULT_FORMAT="yaml")
+    done = subprocess.run([str(ANSIBLE_PLAYBOOK), "-i", str(inventory), str(PLAYBOOK), *extra],
+                          env=env, capture_output=True, text=True, timeout=300, check=False)
+    return done, done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("name", ["m1", "n1", "w9"])
+def test_refuses_anything_but_a_worker(tmp_path, name):
+    done, out = _run(tmp_path, "-e", f"worker=w1,{name}")
+    assert done.returncode != 0
+    assert f"Only workers are replaced here: {name} is not among them (workers: w1, w2)" in " ".join(out.split())
+    assert "Provision |" not in out and "Replacing" not in out
+
+
+def test_refuses_both_ways_of_naming_and_neither(tmp_path):
+    for extra in (["-e", "worker=w1", "-e", "replace_unreachable=true"], []):
+        done, out = _run(tmp_path, *extra)
+        assert done.returncode != 0
+        assert "Name the workers to replace" in out
+        assert "Replacing" not in out
+
+
+def test_all_workers_answer_nothing_is_replaced(tmp_path):
+    done, out = _run(tmp_path, "-e", "replace_unreachable=true")
+    assert done.returncode == 0, out[-3000:]
+    assert "Every worker answers: nothing to replace." in out
+    after = out.split("Every worker answers")[1]
+    # No layer play has a host, and no replacement step ran (the provision check is skipped).
+    assert "TASK [sparkfleet.cluster." not in after and "Replaced" not in after
+    assert "Validating arguments against arg spec" not in after
+
+
+def test_finds_the_unreachable_worker_itself(tmp_path):
+    done, out = _run(tmp_path, "-e", "replace_unreachable=true", unreachable=("w2", "m1"))
+    flat = " ".join(out.split())
+    assert "Replacing w2 (provider nowhere)." in flat
+    # The next step is the provision role's own check, which refuses the unknown provider.
+    assert done.returncode != 0
+    assert "must be gcp, aws or lab, not 'nowhere'" in flat
+
+
+def test_every_layer_play_is_narrowed():
+    site = yaml.safe_load((ROOT / "playbooks" / "site.yml").read_text())
+    for entry in site[1:]:
+        for play in yaml.safe_load((ROOT / "playbooks" / entry["ansible.builtin.import_playbook"]).read_text()):
+            assert play["hosts"].endswith(":&{{ sparkfleet_run_group | default('all') }}"), play["name"]
+    converge = [p for p in yaml.safe_load(PLAYBOOK.read_text()) if p.get("ansible.builtin.import_playbook") == "site.yml"]
+    assert converge and converge[0]["vars"]["sparkfleet_run_group"] == "sparkfleet_replace_converge"

@@ -94,6 +94,8 @@ def test_every_layer_play_is_narrowed():
     site = yaml.safe_load((ROOT / "playbooks" / "site.yml").read_text())
     for entry in site[1:]:
         for play in yaml.safe_load((ROOT / "playbooks" / entry["ansible.builtin.import_playbook"]).read_text()):
+            if play["hosts"] == "localhost":  # a message on the controller, nothing converged
+                continue
             assert play["hosts"].endswith(":&{{ sparkfleet_run_group | default('all') }}"), play["name"]
     converge = [p for p in yaml.safe_load(PLAYBOOK.read_text()) if p.get("ansible.builtin.import_playbook") == "site.yml"]
     assert converge and converge[0]["vars"]["sparkfleet_run_group"] == "sparkfleet_replace_converge"

@@ -274,7 +274,7 @@ def test_e_replace_worker_recreates_the_machine_with_the_same_identity(env, extr
     (new,) = _alive(ec2, **{"tag:Name": name})
     assert new["InstanceId"] != old["InstanceId"]
     assert new["InstanceType"] == old["InstanceType"]
-    assert {k: v for k, v in new["TagMap"].items()} == old["TagMap"]
+    assert new["TagMap"] == old["TagMap"]
     assert _cluster_names(ec2) == EXPECTED
     assert known.read_text() == f"10.255.0.9 {kind} {blob}\n"
 

@@ -1,0 +1,112 @@
+# -*- coding: utf-8 -*-
+# Copyright: sparkfleet contributors
+# Apache License 2.0
+"""Input filters: variable names that carry a role's prefix but that no role declares.
+
+``undeclared_inputs(hostvars, hosts)``
+    Ansible ignores a variable nobody reads, so ``spark_worker_memry_mb: 4096`` in an inventory
+    silently leaves the worker at its default. Every name a host has that starts with one of the
+    collection's role prefixes (``spark_``, ``common_``, ``notebook_`` ...) must be one the roles
+    know: an option of an entry point in a ``meta/argument_specs.yml``, a default, a role variable,
+    or a result a role publishes (``set_fact``/``register``). The others are returned, each with
+    the hosts that have it and the closest declared name.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import os
+from collections.abc import Mapping
+
+import yaml
+
+ROLES_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir, "roles")
+SET_FACT = ("ansible.builtin.set_fact", "set_fact")
+NOT_FACTS = {"cacheable"}
+TASK_LISTS = ("block", "rescue", "always", "tasks", "pre_tasks", "post_tasks", "handlers")
+
+
+def _yaml(path):
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return yaml.safe_load(handle)
+    except (OSError, yaml.YAMLError):
+        return None
+
+
+def _published(node, out):
+    """Names a task file sets (set_fact keys, register names), recursively through blocks."""
+    if isinstance(node, list):
+        for item in node:
+            _published(item, out)
+    elif isinstance(node, Mapping):
+        if isinstance(node.get("register"), str):
+            out.add(node["register"])
+        for key in SET_FACT:
+            if isinstance(node.get(key), Mapping):
+                out.update(k for k in node[key] if k not in NOT_FACTS)
+        for key in TASK_LISTS:
+            if key in node:
+                _published(node[key], out)
+
+
+def _prefix(role, names):
+    """The prefix of a role's variables: the longest common one ending in '_' (notebook_host and
+    notebook_image both use notebook_), else the role's name."""
+    common = os.path.commonprefix(sorted(names)) if names else ""
+    common = common[: common.rfind("_") + 1]
+    return common if len(common) > 1 else role + "_"
+
+
+@functools.lru_cache(maxsize=4)
+def declared_inputs(roles_dir=ROLES_DIR):
+    """{'prefixes': [...], 'names': set(...)} for the roles under roles_dir."""
+    prefixes, names = set(), set()
+    if not os.path.isdir(roles_dir):
+        return {"prefixes": [], "names": names}
+    for role in sorted(os.listdir(roles_dir)):
+        base = os.path.join(roles_dir, role)
+        specs = (_yaml(os.path.join(base, "meta", "argument_specs.yml")) or {}).get("argument_specs") or {}
+        options = set()
+        for spec in specs.values():
+            options.update((spec or {}).get("options") or {})
+        prefixes.add(_prefix(role, options))
+        names |= options
+        for part in ("defaults", "vars"):
+            names.update(k for k in (_yaml(os.path.join(base, part, "main.yml")) or {}) if not k.startswith("_"))
+        tasks_dir = os.path.join(base, "tasks")
+        for name in sorted(os.listdir(tasks_dir)) if os.path.isdir(tasks_dir) else []:
+            if name.endswith((".yml", ".yaml")):
+                published = set()
+                _published(_yaml(os.path.join(tasks_dir, name)), published)
+                names.update(n for n in published if not n.startswith("_"))
+    return {"prefixes": sorted(prefixes, key=len, reverse=True), "names": names}
+
+
+def undeclared_inputs(hostvars, hosts, roles_dir=None):
+    """[{name, hosts, suggestion, message}] for names with a role prefix that no role declares."""
+    known = declared_inputs(roles_dir or ROLES_DIR)
+    found = {}
+    for host in hosts:
+        for name in hostvars[host]:
+            if not isinstance(name, str) or name in known["names"]:
+                continue
+            if any(name.startswith(p) for p in known["prefixes"]):
+                found.setdefault(name, []).append(host)
+    out = []
+    for name in sorted(found):
+        prefix = next(p for p in known["prefixes"] if name.startswith(p))
+        same_role = sorted(n for n in known["names"] if n.startswith(prefix))
+        close = difflib.get_close_matches(name, same_role, n=1, cutoff=0.7)
+        hint = f"; did you mean {close[0]}?" if close else "."
+        out.append({"name": name, "hosts": sorted(found[name]), "suggestion": close[0] if close else "",
+                    "message": f"{name} (set for {', '.join(sorted(found[name]))}): no role of sparkfleet.cluster declares it{hint}"})
+    return out
+
+
+class FilterModule:
+    """sparkfleet input filters."""
+
+    def filters(self):
+        return {"undeclared_inputs": undeclared_inputs}

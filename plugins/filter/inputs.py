@@ -84,9 +84,14 @@ def declared_inputs(roles_dir=ROLES_DIR):
     return {"prefixes": sorted(prefixes, key=len, reverse=True), "names": names}
 
 
-def undeclared_inputs(hostvars, hosts, roles_dir=None):
+def undeclared_inputs(hostvars, hosts):
     """[{name, hosts, suggestion, message}] for names with a role prefix that no role declares."""
-    known = declared_inputs(roles_dir or ROLES_DIR)
+    return find_undeclared(hostvars, hosts, ROLES_DIR)
+
+
+def find_undeclared(hostvars, hosts, roles_dir):
+    """undeclared_inputs against the roles under roles_dir."""
+    known = declared_inputs(roles_dir)
     found = {}
     for host in hosts:
         for name in hostvars[host]:

@@ -32,7 +32,7 @@ def test_a_mistyped_name_is_found_with_the_closest_declared_name():
                "sparkfleet_cluster_name": "c", "lab_image": "x", "extra_ca_certificates": [], "commonplace": 1},
         "w1": {"spark_worker_memry_mb": 4096, "notebook_host_jupyterlab_prot": 1, "docker_zzz_qqq": True},
     }
-    found = inputs.undeclared_inputs(hostvars, ["m1", "w1"], ROLES)
+    found = inputs.find_undeclared(hostvars, ["m1", "w1"], ROLES)
     by_name = {f["name"]: f for f in found}
     assert sorted(by_name) == ["docker_zzz_qqq", "notebook_host_jupyterlab_prot", "spark_worker_memry_mb"]
     assert by_name["spark_worker_memry_mb"]["hosts"] == ["m1", "w1"]
@@ -46,7 +46,7 @@ def test_a_mistyped_name_is_found_with_the_closest_declared_name():
 
 
 def test_nothing_is_found_on_a_clean_host():
-    assert inputs.undeclared_inputs({"h": {"spark_version": "4.0.1", "inventory_hostname": "h"}}, ["h"], ROLES) == []
+    assert inputs.find_undeclared({"h": {"spark_version": "4.0.1", "inventory_hostname": "h"}}, ["h"], ROLES) == []
 
 
 def test_every_option_carries_its_role_prefix():
@@ -77,3 +77,7 @@ def test_the_collections_own_inventories_and_scenarios_have_no_undeclared_names(
                 names.update(variables or {})
     suspicious = {n for n in names if n not in known["names"] and any(n.startswith(p) for p in known["prefixes"])}
     assert suspicious == set()
+
+
+def test_the_filter_reads_the_collections_own_roles():
+    assert inputs.undeclared_inputs({"h": {"spark_worker_memry_mb": 1}}, ["h"])[0]["suggestion"] == "spark_worker_memory_mb"

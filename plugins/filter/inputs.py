@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: sparkfleet contributors
 # Apache License 2.0
-"""Input filters: variable names that carry a role's prefix but that no role declares.
+"""Input filters: variable names that carry a role's prefix but that no role declares, and
+options given with the wrong shape (a string for a list).
 
 ``undeclared_inputs(hostvars, hosts)``
     Ansible ignores a variable nobody reads, so ``spark_worker_memry_mb: 4096`` in an inventory
@@ -10,6 +11,13 @@
     know: an option of an entry point in a ``meta/argument_specs.yml``, a default, a role variable,
     or a result a role publishes (``set_fact``/``register``). The others are returned, each with
     the hosts that have it and the closest declared name.
+
+``wrongly_typed_inputs(hostvars, hosts)``
+    Ansible's argument-spec validation accepts ``spark_users: alice`` for a ``list`` option (it splits
+    the string on commas) but does not hand the converted value to the role, which then loops over a
+    string. Every option an argument spec declares as ``list`` and a host has as a string (or another
+    scalar), and every ``dict`` option a host has as a string or a list, is returned with the hosts
+    that have it and what to write instead.
 """
 
 from __future__ import annotations
@@ -110,8 +118,79 @@ def find_undeclared(hostvars, hosts, roles_dir):
     return out
 
 
+@functools.lru_cache(maxsize=4)
+def declared_types(roles_dir=ROLES_DIR):
+    """{option: 'list' | 'dict'} for the options the roles under roles_dir declare with one of these types
+    (the same in every entry point that declares them)."""
+    types = {}
+    if not os.path.isdir(roles_dir):
+        return {}
+    for role in sorted(os.listdir(roles_dir)):
+        specs = (_yaml(os.path.join(roles_dir, role, "meta", "argument_specs.yml")) or {}).get("argument_specs") or {}
+        for spec in specs.values():
+            for name, option in ((spec or {}).get("options") or {}).items():
+                types.setdefault(name, set()).add((option or {}).get("type", "str"))
+    return {name: next(iter(kinds)) for name, kinds in types.items() if len(kinds) == 1 and kinds <= {"list", "dict"}}
+
+
+def _describe(value):
+    """'the string 'alice'' - a value's kind and a short rendering of it, for a message."""
+    kind = ("string" if isinstance(value, str) else "boolean" if isinstance(value, bool)
+            else "number" if isinstance(value, (int, float)) else "list" if isinstance(value, list)
+            else type(value).__name__)
+    text = str(value) if isinstance(value, str) else repr(value)
+    text = " ".join(text.split())
+    if len(text) > 40:
+        text = text[:37] + "..."
+    return f"the {kind} '{text}'" if isinstance(value, str) else f"the {kind} {text}"
+
+
+def _wrong_type(expected, value):
+    if value is None:
+        return False
+    if expected == "list":
+        return not isinstance(value, (list, tuple))
+    return not isinstance(value, Mapping)
+
+
+def wrongly_typed_inputs(hostvars, hosts):
+    """[{name, hosts, expected, message}] for list options given as a scalar, dict options given as a string or list."""
+    return find_wrongly_typed(hostvars, hosts, ROLES_DIR)
+
+
+def find_wrongly_typed(hostvars, hosts, roles_dir):
+    """wrongly_typed_inputs against the roles under roles_dir."""
+    types = declared_types(roles_dir)
+    found = {}
+    for host in hosts:
+        variables = hostvars[host]
+        for name in sorted(n for n in variables if isinstance(n, str) and n in types):
+            try:
+                # Reading through hostvars templates the value ("{{ query(...) }}" becomes its list);
+                # a value that cannot be resolved here (it needs a play's variables) is left to the role.
+                value = variables[name]
+            except Exception:  # pylint: disable=broad-exception-caught
+                continue
+            if _wrong_type(types[name], value):
+                found.setdefault((name, _describe(value)), ([], value))[0].append(host)
+    out = []
+    for (name, described), (names, value) in sorted(found.items()):
+        expected = types[name]
+        if expected == "list" and isinstance(value, str) and "\n" not in value.strip() and 0 < len(value) <= 60:
+            items = ", ".join(repr(i.strip()) for i in value.split(",") if i.strip())
+            how = f"write it as a YAML list, e.g. {name}: [{items}]"
+        elif expected == "list":
+            how = f"write it as a YAML list (one item per '- ' line, or {name}: [a, b])"
+        else:
+            how = f"write it as a YAML mapping (one 'key: value' per line, or {name}: {{key: value}})"
+        out.append({"name": name, "hosts": sorted(names), "expected": expected,
+                    "message": f"{name} must be a {expected} (the type its argument spec declares), got {described} "
+                               f"(set for {', '.join(sorted(names))}): {how}."})
+    return out
+
+
 class FilterModule:
     """sparkfleet input filters."""
 
     def filters(self):
-        return {"undeclared_inputs": undeclared_inputs}
+        return {"undeclared_inputs": undeclared_inputs, "wrongly_typed_inputs": wrongly_typed_inputs}

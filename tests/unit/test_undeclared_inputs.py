@@ -81,3 +81,74 @@ def test_the_collections_own_inventories_and_scenarios_have_no_undeclared_names(
 
 def test_the_filter_reads_the_collections_own_roles():
     assert inputs.undeclared_inputs({"h": {"spark_worker_memry_mb": 1}}, ["h"])[0]["suggestion"] == "spark_worker_memory_mb"
+
+
+# --- wrongly_typed_inputs: list and dict options given with the wrong shape -------------------------
+
+def test_declared_types_are_the_list_and_dict_options_of_the_specs():
+    types = inputs.declared_types(ROLES)
+    assert types["spark_users"] == "list"
+    assert types["extra_ca_certificates"] == "list"
+    assert types["common_packages"] == "list"
+    assert types["common_sysctl"] == "dict"
+    assert "spark_worker_cores" not in types and "spark_version" not in types
+
+
+def test_well_shaped_values_pass():
+    hostvars = {"h": {"spark_users": ["alice"], "common_packages": [], "common_sysctl": {"vm.swappiness": 1},
+                      "extra_ca_certificates": [], "spark_gpu_addresses": None, "spark_version": "4.0.1",
+                      "spark_worker_cores": "2", "ansible_host": "10.0.0.1"}}
+    assert inputs.find_wrongly_typed(hostvars, ["h"], ROLES) == []
+
+
+def test_a_string_for_a_list_and_a_string_or_list_for_a_dict_are_reported_by_name():
+    pem = "-----BEGIN CERTIFICATE-----\nMIIBszCCAVmgAwIBAgIUQ\n-----END CERTIFICATE-----\n"
+    hostvars = {
+        "m1": {"spark_users": "alice", "extra_ca_certificates": pem, "common_packages": "vim",
+               "common_sysctl": "vm.swappiness=1"},
+        "w1": {"spark_users": "alice", "swarm_node_labels": ["zone=a"], "docker_users": 5},
+    }
+    found = inputs.find_wrongly_typed(hostvars, ["m1", "w1"], ROLES)
+    by_name = {f["name"]: f for f in found}
+    assert sorted(by_name) == ["common_packages", "common_sysctl", "docker_users", "extra_ca_certificates",
+                               "spark_users", "swarm_node_labels"]
+    assert by_name["spark_users"]["hosts"] == ["m1", "w1"]
+    assert by_name["spark_users"]["message"] == (
+        "spark_users must be a list (the type its argument spec declares), got the string 'alice' (set for m1, w1): "
+        "write it as a YAML list, e.g. spark_users: ['alice'].")
+    assert by_name["common_packages"]["message"].startswith("common_packages must be a list")
+    assert "got the string '-----BEGIN CERTIFICATE----- MIIB" in by_name["extra_ca_certificates"]["message"]
+    assert by_name["common_sysctl"]["expected"] == "dict"
+    assert "common_sysctl must be a dict (the type its argument spec declares), got the string 'vm.swappiness=1'" in (
+        by_name["common_sysctl"]["message"])
+    assert "got the list ['zone=a']" in by_name["swarm_node_labels"]["message"]
+    assert "got the number 5" in by_name["docker_users"]["message"]
+
+
+def test_a_value_that_cannot_be_resolved_is_left_to_the_role():
+    class Unresolvable(dict):
+        def __getitem__(self, name):
+            raise RuntimeError(f"'{name}' is undefined")
+
+    assert inputs.find_wrongly_typed({"h": Unresolvable(spark_users="{{ nope }}")}, ["h"], ROLES) == []
+
+
+def test_the_collections_own_inventories_and_scenarios_give_lists_as_lists():
+    types = inputs.declared_types(ROLES)
+    variables = []
+    for path in (ROOT / "inventories").glob("*/group_vars/**/*.yml"):
+        variables.append(yaml.safe_load(path.read_text()) or {})
+    for path in (ROOT / "molecule").glob("*/molecule.yml"):
+        inventory = (yaml.safe_load(path.read_text()).get("provisioner") or {}).get("inventory") or {}
+        for part in ("group_vars", "host_vars"):
+            variables.extend((inventory.get(part) or {}).values())
+    config = yaml.safe_load((ROOT / ".config" / "molecule" / "config.yml").read_text())
+    variables.extend(config["provisioner"]["inventory"]["group_vars"].values())
+    for group in variables:
+        for name, value in (group or {}).items():
+            if name in types and not (isinstance(value, str) and "{{" in value):
+                assert not inputs._wrong_type(types[name], value), name  # pylint: disable=protected-access
+
+
+def test_the_type_filter_reads_the_collections_own_roles():
+    assert inputs.wrongly_typed_inputs({"h": {"spark_users": "alice"}}, ["h"])[0]["name"] == "spark_users"

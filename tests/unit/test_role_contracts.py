@@ -80,9 +80,9 @@ def test_validate_tasks_change_nothing(role):
     for task in _yaml(ROOT / "roles" / role / "tasks" / "validate.yml"):
         modules = {k for k in task if "." in k}
         if modules == {"ansible.builtin.include_role"}:
-            # The shared read-only entry point only.
+            # The shared read-only entry points only.
             args = task["ansible.builtin.include_role"]
-            assert (args["name"], args.get("tasks_from")) == ("sparkfleet.cluster.platform", "os_vars")
+            assert args["name"] == "sparkfleet.cluster.platform" and args.get("tasks_from") in ("os_vars", "ports")
             continue
         if modules == {"ansible.builtin.uri"}:
             # A question to the controller's side (does this release exist?), never a change.
@@ -92,8 +92,9 @@ def test_validate_tasks_change_nothing(role):
         assert modules <= READ_ONLY, f"validate.yml uses {modules - READ_ONLY}"
 
 
-def test_platform_os_vars_only_reads():
-    for task in _yaml(ROOT / "roles" / "platform" / "tasks" / "os_vars.yml"):
+@pytest.mark.parametrize("entry_point", ["os_vars", "ports"])
+def test_platform_read_only_entry_points_only_read(entry_point):
+    for task in _yaml(ROOT / "roles" / "platform" / "tasks" / f"{entry_point}.yml"):
         assert {k for k in task if "." in k} <= READ_ONLY
 
 

@@ -54,5 +54,5 @@ def test_every_port_option_of_the_layer_roles_is_checked_somewhere():
         assert f"__{role}_host_ports" in role_vars, f"{role} declares ports but has no __{role}_host_ports"
         missing = sorted(n for n in declared if n not in role_vars.split(f"__{role}_host_ports", 1)[1])
         assert not missing, f"{role}: {missing} are not in __{role}_host_ports"
-        assert f"__{role}_host_ports | sparkfleet.cluster.port_problems" in (
+        assert f"platform_ports: \"{{{{ __{role}_host_ports }}}}\"" in (
             ROOT / "roles" / role / "tasks" / "validate.yml").read_text()

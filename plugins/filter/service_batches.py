@@ -1,0 +1,52 @@
+# -*- coding: utf-8 -*-
+# Copyright: sparkfleet contributors
+# Apache License 2.0
+"""Rolling restarts: split the hosts that restart a daemon into ordered batches.
+
+``service_batches(hosts, size=1)``
+    ``hosts`` (a list, kept in its order) cut into consecutive batches of ``size``
+    hosts. ``size`` is a positive integer, or a percentage string (``"25%"``) of
+    the number of hosts, rounded down and never below one host. An empty list
+    gives no batch.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ansible.errors import AnsibleFilterError
+
+_PERCENT = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*%\s*$")
+
+
+def batch_size(count, size):
+    """How many hosts go in one batch, out of ``count``, for ``size`` (int or "N%")."""
+    if isinstance(size, bool):
+        raise AnsibleFilterError(f"the batch size must be a positive integer or a percentage like '25%', got {size!r}")
+    if isinstance(size, str):
+        match = _PERCENT.match(size)
+        if match:
+            percent = float(match.group(1))
+            if not 0 < percent <= 100:
+                raise AnsibleFilterError(f"a batch size percentage must be above 0% and at most 100%, got {size!r}")
+            return max(1, int(count * percent / 100))
+    try:
+        number = int(size)
+    except (TypeError, ValueError):
+        raise AnsibleFilterError(f"the batch size must be a positive integer or a percentage like '25%', got {size!r}")
+    if number < 1:
+        raise AnsibleFilterError(f"the batch size must be at least 1, got {size!r}")
+    return number
+
+
+def service_batches(hosts, size=1):
+    if isinstance(hosts, (str, bytes)) or not hasattr(hosts, "__iter__"):
+        raise AnsibleFilterError(f"service_batches expects a list of hosts, got {hosts!r}")
+    hosts = list(hosts)
+    step = batch_size(len(hosts), size)
+    return [hosts[i:i + step] for i in range(0, len(hosts), step)]
+
+
+class FilterModule(object):
+    def filters(self):
+        return {"service_batches": service_batches}

@@ -31,6 +31,10 @@ BASE = {
     "__spark_is_gpu_worker": False,
     "spark_gpu_addresses": [],
     "__spark_gpu_discovery_script": "/usr/local/lib/sparkfleet/gpu_discovery.sh",
+    "spark_cluster_manager": "standalone",
+    "spark_master_recovery_enabled": True,
+    "__spark_recovery_dir": "/var/lib/spark/recovery",
+    "spark_decommission_enabled": True,
 }
 
 
@@ -178,3 +182,21 @@ def test_rapids_pinned_pool_and_extra_settings():
     assert props["spark.rapids.memory.pinnedPool.size"] == "2048m"
     assert props["spark.rapids.sql.explain"] == "NOT_ON_GPU"
     assert props["spark.rapids.sql.batchSizeBytes"] == "512m"
+
+
+def test_rolling_restarts_keep_applications_by_default():
+    """Issue 11: the master keeps its state across a restart, workers decommission gracefully."""
+    props = properties(render("spark-defaults.conf.j2"))
+    assert props["spark.deploy.recoveryMode"] == "FILESYSTEM"
+    assert props["spark.deploy.recoveryDirectory"] == "/var/lib/spark/recovery"
+    assert props["spark.decommission.enabled"] == "true"
+    assert props["spark.storage.decommission.enabled"] == "true"
+    assert props["spark.storage.decommission.shuffleBlocks.enabled"] == "true"
+    assert props["spark.storage.decommission.rddBlocks.enabled"] == "true"
+
+
+def test_rolling_settings_can_be_turned_off_and_need_standalone():
+    props = properties(render("spark-defaults.conf.j2", spark_master_recovery_enabled=False, spark_decommission_enabled=False))
+    assert not [key for key in props if key.startswith(("spark.deploy.", "spark.decommission.", "spark.storage.decommission."))]
+    props = properties(render("spark-defaults.conf.j2", spark_cluster_manager="yarn"))
+    assert "spark.deploy.recoveryMode" not in props

@@ -35,6 +35,8 @@ BASE = {
     "spark_master_recovery_enabled": True,
     "__spark_recovery_dir": "/var/lib/spark/recovery",
     "spark_decommission_enabled": True,
+    "spark_ui_reverse_proxy": True,
+    "spark_ui_reverse_proxy_url": "/spark",
 }
 
 
@@ -200,3 +202,13 @@ def test_rolling_settings_can_be_turned_off_and_need_standalone():
     assert not [key for key in props if key.startswith(("spark.deploy.", "spark.decommission.", "spark.storage.decommission."))]
     props = properties(render("spark-defaults.conf.j2", spark_cluster_manager="yarn"))
     assert "spark.deploy.recoveryMode" not in props
+
+
+def test_ui_reverse_proxy_is_on_by_default_and_can_be_switched_off():
+    props = properties(render("spark-defaults.conf.j2"))
+    assert props["spark.ui.reverseProxy"] == "true"
+    assert props["spark.ui.reverseProxyUrl"] == "/spark"
+    props = properties(render("spark-defaults.conf.j2", spark_ui_reverse_proxy_url="https://ui.example.com/spark"))
+    assert props["spark.ui.reverseProxyUrl"] == "https://ui.example.com/spark"
+    props = properties(render("spark-defaults.conf.j2", spark_ui_reverse_proxy=False))
+    assert not [k for k in props if k.startswith("spark.ui.")]

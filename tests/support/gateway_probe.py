@@ -4,7 +4,7 @@ whether the UIs' own ports can be reached. Python's standard library only (the b
 python3). TLS is checked against the cluster CA and the gateway's name. Prints one JSON object.
 
     gateway_probe.py --base https://sf-master:8443 --cafile ca.crt --credentials cred \
-        --app-name sparkfleet-gateway-ui --ports sf-master:8080 sf-worker-1:8081 ...
+        --app-name sparkfleet-gateway-ui --udp-echo sf-master:47999 --ports sf-master:8080 sf-worker-1:8081 ...
 
 --credentials names a file holding "user:password" (never argv).
 """
@@ -62,6 +62,19 @@ def port_state(target, timeout):
         return f"closed ({err.strerror or err})"
 
 
+def udp_echo(target, timeout):
+    """Send a datagram to an echo server; "echoed" when it came back (the firewall let UDP through)."""
+    host, _sep, port = target.rpartition(":")
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        sock.settimeout(timeout)
+        try:
+            sock.sendto(b"sparkfleet-probe", (host, int(port)))
+            data, _peer = sock.recvfrom(64)
+        except OSError as err:
+            return f"no answer ({err})"
+    return "echoed" if data == b"sparkfleet-probe" else f"wrong answer {data!r}"
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--base", required=True, help="the gateway, e.g. https://sf-master:8443")
@@ -72,6 +85,7 @@ def main():
     parser.add_argument("--app-name", required=True, help="name of a running application")
     parser.add_argument("--ports", nargs="*", default=[], help="host:port of the UIs' own ports")
     parser.add_argument("--port-timeout", type=float, default=3.0)
+    parser.add_argument("--udp-echo", help="host:port of a UDP echo server (traffic the firewall must leave alone)")
     args = parser.parse_args()
 
     context = ssl.create_default_context(cafile=args.cafile)
@@ -112,6 +126,7 @@ def main():
                                 for p in paths}
 
     result["ports"] = {target: port_state(target, args.port_timeout) for target in args.ports}
+    result["udp_echo"] = udp_echo(args.udp_echo, args.port_timeout) if args.udp_echo else None
     print(json.dumps(result))
     return 0
 

@@ -197,7 +197,8 @@ def test_b_provision_creates_the_tagged_machines_and_exact_rules(env, extra, ec2
         assert [g["GroupId"] for g in p["UserIdGroupPairs"]] == [cluster["GroupId"]]
     admin = groups[f"{CLUSTER}-admin"]
     assert {(p["IpProtocol"], p["FromPort"], p["ToPort"], tuple(r["CidrIp"] for r in p["IpRanges"]))
-            for p in admin["IpPermissions"]} == {("tcp", 22, 22, (ADMIN,)), ("tcp", 443, 443, (ADMIN,))}
+            for p in admin["IpPermissions"]} == {("tcp", 22, 22, (ADMIN,)), ("tcp", 443, 443, (ADMIN,)),
+                                                ("tcp", 8443, 8443, (ADMIN,))}
     assert all(p.get("UserIdGroupPairs", []) == [] for p in admin["IpPermissions"])
 
 

@@ -151,7 +151,8 @@ def test_b_provision_passes_the_expected_arguments(world):
     assert cluster["allowed"] == _ports(DEFAULTS["provision_cluster_ports"])
     assert cluster["source_tags"] == cluster["target_tags"] == [c] and "source_ranges" not in cluster
     assert admin["allowed"] == _ports(DEFAULTS["provision_admin_ports"]) == [
-        {"ip_protocol": "tcp", "ports": ["22"]}, {"ip_protocol": "tcp", "ports": ["443"]}]
+        {"ip_protocol": "tcp", "ports": ["22"]}, {"ip_protocol": "tcp", "ports": ["443"]},
+        {"ip_protocol": "tcp", "ports": ["8443"]}]
     assert admin["source_ranges"] == [ADMIN] and admin["target_tags"] == [c] and "source_tags" not in admin
     assert all(r["direction"] == "INGRESS" for r in rules.values())
 

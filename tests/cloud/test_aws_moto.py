@@ -196,9 +196,9 @@ def test_b_provision_creates_the_tagged_machines_and_exact_rules(env, extra, ec2
         assert p.get("IpRanges", []) == [] and p.get("Ipv6Ranges", []) == []
         assert [g["GroupId"] for g in p["UserIdGroupPairs"]] == [cluster["GroupId"]]
     admin = groups[f"{CLUSTER}-admin"]
-    assert {(p["IpProtocol"], p["FromPort"], p["ToPort"], tuple(r["CidrIp"] for r in p["IpRanges"]))
-            for p in admin["IpPermissions"]} == {("tcp", 22, 22, (ADMIN,)), ("tcp", 443, 443, (ADMIN,)),
-                                                ("tcp", 8443, 8443, (ADMIN,))}
+    admin_rules = {(p["IpProtocol"], p["FromPort"], p["ToPort"], tuple(r["CidrIp"] for r in p["IpRanges"]))
+                   for p in admin["IpPermissions"]}
+    assert admin_rules == {("tcp", 22, 22, (ADMIN,)), ("tcp", 443, 443, (ADMIN,)), ("tcp", 8443, 8443, (ADMIN,))}
     assert all(p.get("UserIdGroupPairs", []) == [] for p in admin["IpPermissions"])
 
 

@@ -11,23 +11,11 @@ the browser cannot run here, 1 on a failure.
 """
 
 import argparse
-import base64
-import hashlib
 import pathlib
-import shutil
 import sys
 import time
 
-SKIP = 77
-
-
-def spki_hash(cert_path):
-    from cryptography import x509
-    from cryptography.hazmat.primitives import serialization
-
-    cert = x509.load_pem_x509_certificate(pathlib.Path(cert_path).read_bytes())
-    der = cert.public_key().public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
-    return base64.b64encode(hashlib.sha256(der).digest()).decode()
+from headless_chromium import SKIP, start
 
 
 def main():
@@ -42,30 +30,13 @@ def main():
     parser.add_argument("--timeout", type=int, default=120)
     args = parser.parse_args()
 
-    try:
-        from selenium import webdriver
-        from selenium.webdriver.chrome.service import Service
-        from selenium.webdriver.common.by import By
-        from selenium.webdriver.support import expected_conditions as ec
-        from selenium.webdriver.support.ui import WebDriverWait
-    except ImportError as err:
-        print(f"SKIP: selenium is not installed in {sys.executable}'s environment ({err})")
+    driver, why_not = start(args.cert, args.chromium, args.chromedriver)
+    if driver is None:
+        print(f"SKIP: {why_not}")
         return SKIP
-    for path in (args.chromium, args.chromedriver):
-        if not shutil.which(path):
-            print(f"SKIP: {path} is missing (apt-get install chromium chromium-driver)")
-            return SKIP
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = args.chromium
-    for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
-                 "--window-size=1400,900", f"--ignore-certificate-errors-spki-list={spki_hash(args.cert)}"):
-        options.add_argument(flag)
-    try:
-        driver = webdriver.Chrome(service=Service(args.chromedriver), options=options)
-    except Exception as err:  # noqa: BLE001 - any start-up failure means no browser here
-        print(f"SKIP: Chromium did not start here: {str(err).splitlines()[0]}")
-        return SKIP
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import WebDriverWait
 
     shot = pathlib.Path(args.screenshot)
     shot.parent.mkdir(parents=True, exist_ok=True)

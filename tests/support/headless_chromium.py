@@ -1,0 +1,46 @@
+"""Headless Chromium for the browser tests (Debian's chromium and chromedriver, through Selenium).
+
+TLS is not switched off: Chromium accepts exactly one certificate's key
+(--ignore-certificate-errors-spki-list with the SHA-256 of its public key), so a different
+certificate still fails. When the browser cannot run here, start() gives the reason instead of a
+driver, and the caller exits SKIP (77) after printing it.
+"""
+
+import base64
+import hashlib
+import pathlib
+import shutil
+import sys
+
+SKIP = 77
+
+
+def spki_hash(cert_path):
+    """Base64 SHA-256 of the public key of the PEM certificate at cert_path."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import serialization
+
+    cert = x509.load_pem_x509_certificate(pathlib.Path(cert_path).read_bytes())
+    der = cert.public_key().public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
+    return base64.b64encode(hashlib.sha256(der).digest()).decode()
+
+
+def start(cert_path, chromium="/usr/bin/chromium", chromedriver="/usr/bin/chromedriver"):
+    """(driver, None), or (None, why the browser cannot run here)."""
+    try:
+        from selenium import webdriver
+        from selenium.webdriver.chrome.service import Service
+    except ImportError as err:
+        return None, f"selenium is not installed in {sys.executable}'s environment ({err})"
+    for path in (chromium, chromedriver):
+        if not shutil.which(path):
+            return None, f"{path} is missing (apt-get install chromium chromium-driver)"
+    options = webdriver.ChromeOptions()
+    options.binary_location = chromium
+    for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
+                 "--window-size=1400,900", f"--ignore-certificate-errors-spki-list={spki_hash(cert_path)}"):
+        options.add_argument(flag)
+    try:
+        return webdriver.Chrome(service=Service(chromedriver), options=options), None
+    except Exception as err:  # noqa: BLE001 - any start-up failure means no browser here
+        return None, f"Chromium did not start here: {str(err).splitlines()[0]}"

@@ -15,7 +15,7 @@ import pathlib
 import sys
 import time
 
-from headless_chromium import SKIP, start
+from headless_chromium import SKIP, fail, start
 
 
 def main():
@@ -58,10 +58,7 @@ def main():
               f"in {time.monotonic() - started:.1f}s; screenshot: {shot}")
         return 0
     except Exception as err:  # noqa: BLE001 - report what the browser showed
-        driver.save_screenshot(str(shot.with_name(shot.stem + "-failure.png")))
-        print(f"FAIL: {type(err).__name__}: {err}; at {driver.current_url}; screenshot "
-              f"{shot.with_name(shot.stem + '-failure.png')}")
-        return 1
+        return fail(driver, shot, err)
     finally:
         driver.quit()
 

@@ -18,7 +18,7 @@ import pathlib
 import sys
 import time
 
-from headless_chromium import SKIP, start
+from headless_chromium import SKIP, fail, start
 
 
 def worker_rows(driver, by):
@@ -78,10 +78,7 @@ def main():
               f"{base_prefix}..., in {time.monotonic() - started:.1f}s; screenshot: {shot}")
         return 0
     except Exception as err:  # noqa: BLE001 - report what the browser showed
-        driver.save_screenshot(str(shot.with_name(shot.stem + "-failure.png")))
-        print(f"FAIL: {type(err).__name__}: {err}; at {driver.current_url} (title {driver.title!r}); screenshot "
-              f"{shot.with_name(shot.stem + '-failure.png')}")
-        return 1
+        return fail(driver, shot, err)
     finally:
         driver.quit()
 

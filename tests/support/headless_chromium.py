@@ -44,3 +44,11 @@ def start(cert_path, chromium="/usr/bin/chromium", chromedriver="/usr/bin/chrome
         return webdriver.Chrome(service=Service(chromedriver), options=options), None
     except Exception as err:  # noqa: BLE001 - any start-up failure means no browser here
         return None, f"Chromium did not start here: {str(err).splitlines()[0]}"
+
+
+def fail(driver, shot, err):
+    """Keep a screenshot of what the browser showed beside shot, say what failed; returns 1."""
+    failure = shot.with_name(shot.stem + "-failure.png")
+    driver.save_screenshot(str(failure))
+    print(f"FAIL: {type(err).__name__}: {err}; at {driver.current_url} (title {driver.title!r}); screenshot {failure}")
+    return 1

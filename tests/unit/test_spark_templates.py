@@ -34,6 +34,7 @@ BASE = {
     "spark_cluster_manager": "standalone",
     "spark_master_recovery_enabled": True,
     "__spark_recovery_dir": "/var/lib/spark/recovery",
+    "__spark_master_ha": False,
     "spark_decommission_enabled": True,
     "spark_ui_reverse_proxy": True,
     "spark_ui_reverse_proxy_url": "/spark",
@@ -195,6 +196,18 @@ def test_rolling_restarts_keep_applications_by_default():
     assert props["spark.storage.decommission.enabled"] == "true"
     assert props["spark.storage.decommission.shuffleBlocks.enabled"] == "true"
     assert props["spark.storage.decommission.rddBlocks.enabled"] == "true"
+
+
+def test_several_masters_elect_their_leader_in_zookeeper():
+    """Issue 11: master high availability as Spark documents it (recoveryMode ZOOKEEPER)."""
+    props = properties(render("spark-defaults.conf.j2", __spark_master_ha=True,
+                              __spark_master_url="spark://m1:7077,m2:7077",
+                              __spark_zookeeper_url="m1:2181,m2:2181,w1:2181", spark_zookeeper_dir="/sparkfleet/spark"))
+    assert props["spark.master"] == "spark://m1:7077,m2:7077"
+    assert props["spark.deploy.recoveryMode"] == "ZOOKEEPER"
+    assert props["spark.deploy.zookeeper.url"] == "m1:2181,m2:2181,w1:2181"
+    assert props["spark.deploy.zookeeper.dir"] == "/sparkfleet/spark"
+    assert "spark.deploy.recoveryDirectory" not in props
 
 
 def test_rolling_settings_can_be_turned_off_and_need_standalone():

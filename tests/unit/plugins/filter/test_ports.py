@@ -42,7 +42,9 @@ def test_a_role_checked_again_does_not_clash_with_its_own_record():
 
 def test_every_port_option_of_the_layer_roles_is_checked_somewhere():
     """Each *_port option a role declares for a daemon it runs appears in that role's port map."""
-    client_ports = {"notebook_host_spark_connect_port"}  # the master's port the notebook host connects to
+    # Ports these roles connect to, not ports they listen on: the master's Spark Connect port the
+    # notebook host uses, and the ZooKeeper servers' port Spark's masters use.
+    client_ports = {"notebook_host_spark_connect_port", "spark_zookeeper_port"}
     for spec_file in sorted((ROOT / "roles").glob("*/meta/argument_specs.yml")):
         role = spec_file.parent.parent.name
         options = yaml.safe_load(spec_file.read_text())["argument_specs"]["main"].get("options") or {}

@@ -51,7 +51,8 @@ def _closed_port():
 
 @pytest.mark.skipif(not (pathlib.Path(sys.executable).parent / "ansible-playbook").exists(),
                     reason="ansible-playbook is not installed beside this Python")
-def test_unreachable_hosts_are_reported_and_the_run_succeeds(tmp_path):
+@pytest.mark.parametrize("masters", [["m1"], ["m1", "m2"]], ids=["one master", "two masters (HA)"])
+def test_unreachable_hosts_are_reported_and_the_run_succeeds(tmp_path, masters):
     port = _closed_port()
     inventory = tmp_path / "hosts.yml"
     inventory.write_text(yaml.safe_dump({"all": {
@@ -59,7 +60,7 @@ def test_unreachable_hosts_are_reported_and_the_run_succeeds(tmp_path):
                  "ansible_connection": "ssh",
                  "ansible_ssh_common_args": "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null"},
         "children": {
-            "spark_masters": {"hosts": {"m1": None}},
+            "spark_masters": {"hosts": dict.fromkeys(masters)},
             "spark_workers": {"hosts": {"w1": None, "w2": None}},
         }}}))
     env = dict(os.environ, ANSIBLE_CONFIG=str(tmp_path / "none.cfg"), ANSIBLE_FORCE_COLOR="0", ANSIBLE_CALLBACK_RESULT_FORMAT="yaml",
@@ -71,8 +72,8 @@ def test_unreachable_hosts_are_reported_and_the_run_succeeds(tmp_path):
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     # The table is the debug message, a YAML block (result_format yaml), so indented.
     table = [line.strip() for line in done.stdout.splitlines()
-             if line.startswith("    ") and line.strip().startswith(("host ", "m1 ", "w1 ", "w2 "))]
-    assert len(table) == 4, done.stdout[-3000:]
+             if line.startswith("    ") and line.strip().startswith(("host ", "m1 ", "m2 ", "w1 ", "w2 "))]
+    assert len(table) == 3 + len(masters), done.stdout[-3000:]
     assert table[0].split() == ["host", "groups", "reachable", "spark", "worker", "gpus", "swarm", "services", "what",
                                 "is", "wrong"]
     assert table[1].split()[:3] == ["m1", "(spark_masters)", "NO"]

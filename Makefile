@@ -12,7 +12,7 @@ VENV ?= .venv
 SSH_KEY := .cache/ssh/id_ed25519
 PYTHON ?= python3
 # Molecule scenarios, in the order `make molecule` runs them.
-SCENARIOS ?= preflight common spark_cluster spark_tarball installed gpu hadoop livy mesos
+SCENARIOS ?= preflight common spark_cluster spark_tarball gpu hadoop livy mesos
 # On demand until the suite is faster (its 45-minute budget): swarm (green, about 10-13 min)
 # and jupyterhub (not yet green end to end). `make molecule SCENARIOS=swarm`.
 # Scenarios whose software cannot be downloaded here: they run when their artifacts are

@@ -1,5 +1,7 @@
 """The livy role's configuration, rendered from its own defaults and parsed."""
 
+import re
+
 import pytest
 
 from test_cluster_manager_rendering import RoleRenderer, hocon_properties
@@ -80,3 +82,45 @@ def test_release_layout():
     renderer = RoleRenderer("livy", CLUSTER)
     assert renderer.value("__livy_zip_name", "m1") == "apache-livy-0.9.0-incubating_2.12-bin.zip"
     assert renderer.value("__livy_unit[0].exec_start", "m1") == "/opt/livy/current/bin/livy-server"
+
+
+def _gateway_renderer(groups=None, **extra):
+    return RoleRenderer("livy", groups or CLUSTER, extra=extra)
+
+
+def test_the_ui_sits_on_the_masters_gateway_under_its_prefix():
+    renderer = _gateway_renderer()
+    props = hocon_properties(renderer.render("livy.conf.j2", "m1"))
+    assert props["livy.ui.basePath"] == "/livy"
+    assert renderer.value("__livy_ui_gateway_location", "m1") == "/etc/nginx/sparkfleet-ui/locations/livy.conf"
+    site = renderer.render("ui-gateway-livy.conf.j2", "m1")
+    code = "\n".join(line for line in site.splitlines() if not line.lstrip().startswith("#"))
+    # Both the bare prefix and everything under it go to Livy on loopback with the prefix stripped;
+    # Livy's absolute redirects come back as gateway paths.
+    assert code.count("proxy_pass http://127.0.0.1:18998/;") == 2
+    assert code.count("proxy_redirect http://127.0.0.1:18998/ /;") == 2
+    assert "location = /livy {" in code and "location /livy/ {" in code
+    # Inside the gateway's server: nothing may answer before its login, nor switch it off.
+    assert not re.search(r"^\s*(return|rewrite|auth_basic)\b", code, re.M)
+    assert re.search(r"limit_except GET \{\s*deny all;\s*\}", code)
+
+
+@pytest.mark.parametrize("groups, extra", [
+    # Livy on a host that runs no gateway (not a Spark master).
+    ({"spark_masters": ["m1"], "spark_workers": ["w1"], "livy": ["w1"]}, {}),
+    # Livy's own authentication: it listens on the private interface, the gateway does not front it.
+    (None, {"livy_auth": "ldap", "livy_ldap_url": "ldaps://ldap.example", "livy_ldap_base_dn": "dc=ex"}),
+    (None, {"livy_ui_gateway_path": ""}),
+    (None, {"ui_gateway_enabled": False}),
+])
+def test_the_ui_stays_off_the_gateway(groups, extra):
+    renderer = _gateway_renderer(groups, **extra)
+    host = (groups or CLUSTER)["livy"][0]
+    assert renderer.value("__livy_on_ui_gateway | bool", host) is False
+    assert "livy.ui.basePath" not in hocon_properties(renderer.render("livy.conf.j2", host))
+
+
+def test_a_trailing_slash_in_the_path_is_dropped():
+    renderer = _gateway_renderer(livy_ui_gateway_path="/tools/livy/")
+    assert hocon_properties(renderer.render("livy.conf.j2", "m1"))["livy.ui.basePath"] == "/tools/livy"
+    assert "location /tools/livy/ {" in renderer.render("ui-gateway-livy.conf.j2", "m1")

@@ -117,3 +117,13 @@ def test_nft_accepts_the_rules(tmp_path):
     if "Operation not permitted" in result.stderr:
         pytest.skip("nft -c needs CAP_NET_ADMIN here")
     assert result.returncode == 0, result.stderr
+
+
+def test_the_index_links_livy_only_where_the_livy_role_puts_its_ui():
+    groups = {**CLUSTER, "livy": ["m1"]}
+    hostvars = {**HOSTVARS}
+    with_livy = RoleRenderer("ui_gateway", groups, hostvars=hostvars, extra={**TLS, "livy_enabled": True})
+    assert '<a href="/livy/ui/">Livy</a>' in with_livy.render("index.html.j2", "m1")
+    for extra in ({}, {"livy_enabled": True, "livy_auth": "ldap"}, {"livy_enabled": True, "livy_ui_gateway_path": ""}):
+        page = RoleRenderer("ui_gateway", groups, hostvars=hostvars, extra={**TLS, **extra}).render("index.html.j2", "m1")
+        assert "Livy" not in page, extra

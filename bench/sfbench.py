@@ -29,7 +29,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 WORK = ROOT / "bench" / ".work"
@@ -281,16 +280,19 @@ class Bench:
         self.lab(size, ["-e", "lab_state=absent"])
 
     def worker_alive(self, worker, timeout=120):
-        """Poll the master's JSON (published on the controller) until `worker` is ALIVE."""
+        """Poll the master's JSON until `worker` is ALIVE. The lab publishes only the UI gateway's
+        port: the JSON is read on the master itself (its UI port is open to loopback)."""
         deadline = time.monotonic() + timeout
+        read = ["docker", "exec", "sparkfleet-master", "python3", "-c",
+                "import urllib.request; print(urllib.request.urlopen('http://127.0.0.1:8080/json/', timeout=5).read().decode())"]
         while time.monotonic() < deadline:
+            done = subprocess.run(read, capture_output=True, text=True, check=False)
             try:
-                with urllib.request.urlopen("http://127.0.0.1:8080/json/", timeout=5) as answer:
-                    state = json.load(answer)
-                if any(w.get("host") == worker and w.get("state") == "ALIVE" for w in state.get("workers", [])):
-                    return True
-            except (OSError, ValueError):
-                pass
+                state = json.loads(done.stdout) if done.returncode == 0 else {}
+            except ValueError:
+                state = {}
+            if any(w.get("host") == worker and w.get("state") == "ALIVE" for w in state.get("workers", [])):
+                return True
             time.sleep(1)
         return False
 

@@ -23,6 +23,7 @@ import json
 import os
 import pathlib
 import re
+import resource
 import shlex
 import shutil
 import subprocess
@@ -154,6 +155,54 @@ def group_costs(timings) -> dict:
     return dict(groups)
 
 
+# --------------------------------------------------------------------------- CPU accounting
+def controller_cpu() -> float:
+    """CPU seconds (user + system) of this process's finished children: ansible-playbook and its
+    forks, waited for by ansible-runner."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _cgroup_cpu_seconds(container_id: str, root: pathlib.Path = pathlib.Path("/sys/fs/cgroup")) -> float | None:
+    """CPU seconds a container's cgroup used so far (cgroup v2 cpu.stat, or v1 cpuacct.usage)."""
+    for path in (root / "system.slice" / f"docker-{container_id}.scope" / "cpu.stat",
+                 root / "docker" / container_id / "cpu.stat"):
+        if path.exists():
+            for line in path.read_text().splitlines():
+                if line.startswith("usage_usec "):
+                    return int(line.split()[1]) / 1e6
+    v1 = root / "cpuacct" / "docker" / container_id / "cpuacct.usage"
+    if v1.exists():
+        return int(v1.read_text()) / 1e9
+    return None
+
+
+def hosts_cpu(names) -> dict:
+    """{container name: (id, CPU seconds)} of the lab's containers that exist."""
+    out = {}
+    for name in names:
+        done = subprocess.run(["docker", "inspect", "--format", "{{.Id}}", name], capture_output=True, text=True,
+                              check=False)
+        if done.returncode == 0:
+            cid = done.stdout.strip()
+            used = _cgroup_cpu_seconds(cid)
+            if used is not None:
+                out[name] = (cid, used)
+    return out
+
+
+def hosts_cpu_used(before: dict, after: dict) -> float | None:
+    """CPU seconds the hosts used between two readings; a container recreated in between (a
+    replacement) counts from its start."""
+    if not after:
+        return None
+    total = 0.0
+    for name, (cid, used) in after.items():
+        earlier = before.get(name)
+        total += used - (earlier[1] if earlier and earlier[0] == cid else 0.0)
+    return total
+
+
 # --------------------------------------------------------------------------- tables
 def ratio(baseline, tuned) -> str:
     if not baseline or not tuned:
@@ -168,12 +217,15 @@ def seconds(value) -> str:
 def figures_table(rows) -> str:
     """rows: dicts with size, figure, tuned, baseline (seconds or None), and optional notes.
     A Markdown table (it reads as plain text too)."""
-    lines = ["| workers | figure | tuned s | baseline s | baseline/tuned | tasks (tuned) | notes |",
-             "|---:|---|---:|---:|---:|---:|---|"]
+    lines = ["| workers | figure | tuned s | baseline s | baseline/tuned | tasks (tuned) "
+             "| CPU s tuned: controller / hosts | notes |",
+             "|---:|---|---:|---:|---:|---:|---:|---|"]
     for row in rows:
+        cpu = row.get("cpu")
+        cpu_text = f"{seconds(cpu[0])} / {seconds(cpu[1])}" if cpu else "-"
         lines.append(f"| {row['size']} | {row['figure']} | {seconds(row.get('tuned'))} | "
                      f"{seconds(row.get('baseline'))} | {ratio(row.get('baseline'), row.get('tuned'))} | "
-                     f"{row.get('tasks', '-')} | {row.get('notes', '')} |")
+                     f"{row.get('tasks', '-')} | {cpu_text} | {row.get('notes', '')} |")
     return "\n".join(lines)
 
 
@@ -194,6 +246,10 @@ class Run:
     rc: int
     timings: list
     stats: dict
+    # CPU seconds: the controller (ansible-playbook and its forks) and the lab's hosts (their
+    # containers' cgroups: on a lab machine they share the controller's cores).
+    controller_cpu: float | None = None
+    hosts_cpu: float | None = None
 
 
 class Bench:
@@ -247,13 +303,17 @@ class Bench:
             kwargs["fact_cache_type"] = "jsonfile"
             kwargs["fact_cache"] = str(self.fact_cache)
         self.log(f"{label or playbook} [{config}, {size} workers] ansible-playbook {playbook} {cmdline}")
+        hosts = self.hosts(size) if size != "existing" else self.existing_hosts()
+        cpu_before, hosts_before = controller_cpu(), hosts_cpu(hosts)
         start = time.monotonic()
         runner = ansible_runner.run(**kwargs)
         elapsed = time.monotonic() - start
         events = list(runner.events)
         result = Run(seconds=elapsed, status=runner.status, rc=runner.rc, timings=parse_events(events),
-                     stats=run_stats(events))
-        self.log(f"  -> {runner.status} rc={runner.rc} in {elapsed:.1f}s {result.stats}")
+                     stats=run_stats(events), controller_cpu=controller_cpu() - cpu_before,
+                     hosts_cpu=hosts_cpu_used(hosts_before, hosts_cpu(hosts)))
+        self.log(f"  -> {runner.status} rc={runner.rc} in {elapsed:.1f}s (CPU s: controller "
+                 f"{seconds(result.controller_cpu)}, hosts {seconds(result.hosts_cpu)}) {result.stats}")
         if runner.rc != 0:
             failed = [t.name for t in result.timings if t.status.get("failed") or t.status.get("unreachable")]
             self.log(f"  failed tasks: {failed[:5]} (artifacts: {private}/artifacts)")
@@ -335,10 +395,20 @@ class Bench:
     def hosts(self, size):
         return ["sparkfleet-master"] + [f"sparkfleet-worker-{i}" for i in range(1, size + 1)]
 
+    def existing_hosts(self):
+        """The inventory's hosts that are lab containers (--existing)."""
+        done = subprocess.run(["ansible-inventory", "-i", str(self.inventory_dir("existing")), "--list"],
+                              capture_output=True, text=True, check=False)
+        try:
+            return sorted(json.loads(done.stdout).get("_meta", {}).get("hostvars", {}))
+        except ValueError:
+            return []
+
     def record(self, config, size, figure, run, note=""):
         costs = ", ".join(f"{kind} {value:.1f}s" for kind, value in sorted(group_costs(run.timings).items()))
         self.artifact_tables.append((f"{figure}, {size} workers, {config}: {run.seconds:.1f}s, "
-                                     f"{len(run.timings)} tasks, recap {run.stats}",
+                                     f"{len(run.timings)} tasks, CPU s controller {seconds(run.controller_cpu)} / "
+                                     f"hosts {seconds(run.hosts_cpu)}, recap {run.stats}",
                                      f"Task wall time by kind: {costs}.\n\n" + tasks_table(run.timings, 25)))
         if run.rc != 0:
             note = (note + "; " if note else "") + f"FAILED rc={run.rc}"
@@ -353,7 +423,7 @@ class Bench:
         tuned, base = results["tuned"], results["baseline"]
         rows.append({"size": f"{self.args.existing} ({tuned.timings and max(t.hosts for t in tuned.timings)} hosts)",
                      "figure": "noop", "tuned": tuned.seconds, "baseline": base.seconds,
-                     "tasks": len(tuned.timings),
+                     "tasks": len(tuned.timings), "cpu": (tuned.controller_cpu, tuned.hosts_cpu),
                      "notes": "; ".join(f"{c} changed={r.stats.get('changed')}" for c, r in results.items()
                                         if r.stats.get("changed"))})
         return rows
@@ -380,6 +450,7 @@ class Bench:
                     notes += f"; mitogen {results['mitogen'][figure][0]:.1f}s"
                 rows.append({"size": size, "figure": figure, "tuned": tuned[0] if tuned else None,
                              "baseline": base[0] if base else None,
+                             "cpu": (tuned[1].controller_cpu, tuned[1].hosts_cpu) if tuned else None,
                              "tasks": len(tuned[1].timings) if tuned else "-", "notes": notes})
             if not self.args.keep:
                 self.destroy(size)

@@ -102,8 +102,30 @@ def test_figures_table_has_ratios(sfbench):
         {"size": 4, "figure": "cold", "tuned": 100.0, "baseline": None},
     ]).splitlines()
     assert table[0].startswith("| workers | figure | tuned s | baseline s | baseline/tuned")
-    assert table[2] == "| 2 | noop | 20.0 | 50.0 | 2.50x | 80 |  |"
-    assert table[3] == "| 4 | cold | 100.0 | - | - | - |  |"
+    assert table[2] == "| 2 | noop | 20.0 | 50.0 | 2.50x | 80 | - |  |"
+    assert table[3] == "| 4 | cold | 100.0 | - | - | - | - |  |"
+    with_cpu = sfbench.figures_table([{"size": 2, "figure": "noop", "tuned": 20.0, "baseline": 40.0, "tasks": 80,
+                                       "cpu": (31.25, 12.0)}]).splitlines()
+    assert with_cpu[2] == "| 2 | noop | 20.0 | 40.0 | 2.00x | 80 | 31.2 / 12.0 |  |"
+
+
+def test_cgroup_cpu_is_read_from_v2_or_v1(sfbench, tmp_path):
+    v2 = tmp_path / "v2" / "system.slice" / "docker-abc.scope"
+    v2.mkdir(parents=True)
+    (v2 / "cpu.stat").write_text("usage_usec 2500000\nuser_usec 2000000\n")
+    assert sfbench._cgroup_cpu_seconds("abc", tmp_path / "v2") == pytest.approx(2.5)
+    v1 = tmp_path / "v1" / "cpuacct" / "docker" / "abc"
+    v1.mkdir(parents=True)
+    (v1 / "cpuacct.usage").write_text("1500000000\n")
+    assert sfbench._cgroup_cpu_seconds("abc", tmp_path / "v1") == pytest.approx(1.5)
+    assert sfbench._cgroup_cpu_seconds("abc", tmp_path / "none") is None
+
+
+def test_hosts_cpu_counts_a_recreated_container_from_its_start(sfbench):
+    before = {"m": ("id-m", 10.0), "w1": ("id-w1", 5.0), "w2": ("id-old", 7.0)}
+    after = {"m": ("id-m", 12.5), "w1": ("id-w1", 6.0), "w2": ("id-new", 3.0)}
+    assert sfbench.hosts_cpu_used(before, after) == pytest.approx(2.5 + 1.0 + 3.0)
+    assert sfbench.hosts_cpu_used(before, {}) is None
 
 
 def test_tasks_table_lists_the_costliest_first(sfbench, events):

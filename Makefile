@@ -95,6 +95,7 @@ test: venv collections docker image lint unit sanity cloud molecule lab-test ## 
 	@echo "make test: all suites passed"
 
 lab: venv collections image ssh-key ## Local lab: 1 master + 2 workers in containers, then a Pi job.
+	ansible-playbook playbooks/bake.yml
 	ansible-playbook playbooks/lab.yml
 	ansible-playbook site.yml
 	ansible-playbook playbooks/smoke_test.yml

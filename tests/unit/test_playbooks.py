@@ -64,3 +64,39 @@ def test_no_playbook_uses_the_old_group_names():
         text = path.read_text()
         for old in ("groups['masters']", "groups['workers']", "hosts: masters", "hosts: workers", "[masters]", "[workers]"):
             assert old not in text, f"{path.relative_to(ROOT)} still uses {old}"
+
+
+def test_preflight_ends_by_stopping_the_run_on_any_failed_host():
+    last = _yaml(PLAYBOOKS / "preflight.yml")[-1]
+    assert last["any_errors_fatal"] is True and last["hosts"] == "all:&{{ sparkfleet_run_group | default('all') }}"
+    stop, mark = last["tasks"]
+    assert "ansible.builtin.fail" in stop and stop["run_once"] is True
+    # The hosts Ansible dropped (failed or unreachable) are the ones not active any more.
+    assert stop["vars"]["__preflight_failed"] == "{{ ansible_play_hosts_all | difference(ansible_play_hosts) }}"
+    assert mark["ansible.builtin.set_fact"] == {"__sparkfleet_inputs_checked": True}
+    assert all("always" in t["tags"] for t in last["tasks"])
+
+
+def test_bake_hashes_every_role_it_applies_and_each_stops_before_settings():
+    plays = _yaml(PLAYBOOKS / "bake.yml")
+    bake = next(p for p in plays if p["hosts"] == "sparkfleet_bake")
+    assert bake["vars"]["sparkfleet_bake"] is True
+    baked = [r["role"].rsplit(".", 1)[1] for r in bake["roles"]]
+    recipe = next(t for t in _yaml(ROOT / "roles" / "provision" / "tasks" / "lab_worker_image.yml")
+                  if "ansible.builtin.set_fact" in t and "provision_lab_worker_image" in t["ansible.builtin.set_fact"])
+    hashed = recipe["vars"]["__provision_baked_roles"]
+    # The roles the baked ones include (apt index, downloads) are part of the recipe too.
+    assert set(baked) | {"platform", "download"} <= set(hashed)
+    for role in baked:
+        tasks = _yaml(ROOT / "roles" / role / "tasks" / "main.yml")
+        ends = [t for t in tasks if t.get("ansible.builtin.meta") == "end_role" and "sparkfleet_bake" in str(t.get("when"))]
+        # java installs a JDK and records where: all of it belongs in the image.
+        assert ends or role == "java", f"{role} has no end point for sparkfleet_bake"
+
+
+def test_only_workers_start_from_the_baked_image():
+    lab = _yaml(PLAYBOOKS / "lab.yml")[0]
+    run = next(t for t in lab["tasks"] if t["name"] == "Lab | Run one systemd container per host.")
+    image = run["community.docker.docker_container"]["image"]
+    assert "provision_lab_worker_image_present" in image and "item in groups['role_worker']" in image
+    assert "else hostvars[item]['lab_image']" in image

@@ -323,7 +323,8 @@ class Bench:
         """playbooks/lab.yml with the project's configuration (its fact-cache clean-up is the
         project's); writes the size's inventory directory."""
         inv = self.inventory_dir(size)
-        base = ["-i", str(ROOT / "inventories" / "lab"), "-e", f"lab_workers={size}", "-e", f"lab_inventory_dir={inv}"]
+        base = ["-i", str(ROOT / "inventories" / "lab"), "-e", f"lab_workers={size}", "-e", f"lab_inventory_dir={inv}",
+                "-e", f"lab_baked_workers={'false' if self.args.no_bake else 'true'}"]
         cmd = ["ansible-playbook", str(ROOT / "playbooks" / "lab.yml")] + base + list(extra)
         env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_FORCE_COLOR="0",
                    ANSIBLE_STDOUT_CALLBACK="ansible.builtin.minimal" if not self.verbose else "default")
@@ -335,6 +336,16 @@ class Bench:
             sys.stderr.write((done.stdout or "")[-4000:] + (done.stderr or "")[-2000:])
             raise SystemExit(f"bench: lab.yml failed for {size} workers")
         return time.monotonic() - start
+
+    def bake(self):
+        cmd = ["ansible-playbook", str(ROOT / "playbooks" / "bake.yml"), "-i", str(ROOT / "inventories" / "lab")]
+        env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_FORCE_COLOR="0")
+        env["PATH"] = f"{ROOT / '.venv' / 'bin'}:{env.get('PATH', '')}"
+        self.log("bake " + " ".join(cmd[1:]))
+        done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=not self.verbose, text=True, check=False)
+        if done.returncode != 0:
+            sys.stderr.write((done.stdout or "")[-4000:] + (done.stderr or "")[-2000:])
+            raise SystemExit("bench: bake.yml failed")
 
     def destroy(self, size):
         self.lab(size, ["-e", "lab_state=absent"])
@@ -435,6 +446,10 @@ class Bench:
             self.report(self.existing(configs))
             return
         rows = []
+        if not self.args.no_bake:
+            # Untimed: the lab's workers (and a replaced one) start from the baked worker image, as
+            # make lab's do; a no-op when the image of the current recipe exists.
+            self.bake()
         for size in self.args.sizes:
             results = {}
             for config in configs:
@@ -489,6 +504,8 @@ def parse_args(argv):
     parser.add_argument("--mitogen", action="store_true",
                         help="also run with Mitogen's strategy (needs `pip install mitogen`; optional)")
     parser.add_argument("--keep", action="store_true", help="leave the last cluster running")
+    parser.add_argument("--no-bake", action="store_true",
+                        help="workers from the plain base image (default: the baked worker image, as make lab)")
     parser.add_argument("--playbook", default="site.yml",
                         help="the playbook converged and timed (default: site.yml); e.g. a subset of the layers")
     parser.add_argument("--existing", metavar="INVENTORY",

@@ -1,0 +1,77 @@
+"""The notebook_image role's recipe (Dockerfile and kernel), rendered with Ansible's own templating
+from the role's defaults and vars: what goes into the image, and that the tag follows the recipe."""
+import json
+import pathlib
+
+import yaml
+from ansible.parsing.dataloader import DataLoader
+from ansible.template import Templar, trust_as_template
+
+ROLE = pathlib.Path(__file__).resolve().parents[2] / "roles" / "notebook_image"
+
+
+def _trusted(value):
+    if isinstance(value, str):
+        return trust_as_template(value)
+    if isinstance(value, list):
+        return [_trusted(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _trusted(v) for k, v in value.items()}
+    return value
+
+
+def templar(**overrides):
+    variables = {"ansible_managed": "Ansible managed", "groups": {"hub": ["hub1"]}, "registry_address": "hub1:5000"}
+    for name in ("defaults", "vars"):
+        variables.update(_trusted(yaml.safe_load((ROLE / name / "main.yml").read_text())))
+    variables.update(overrides)
+    loader = DataLoader()
+    loader.set_basedir(str(ROLE))
+    return Templar(loader=loader, variables=variables)
+
+
+def render(name, **overrides):
+    return templar(**overrides).template(trust_as_template((ROLE / "templates" / name).read_text()))
+
+
+def test_default_recipe_is_the_full_pyspark_with_a_jre_from_the_base_image():
+    dockerfile = render("Dockerfile.j2")
+    assert dockerfile.splitlines()[2] == "FROM sparkfleet/debian12-systemd:latest"
+    assert '"pyspark==3.5.8"' in dockerfile
+    assert "openjdk-17-jre-headless" in dockerfile
+    assert '"jupyterhub==5.3.0"' in dockerfile and '"jupyterlab==4.4.9"' in dockerfile
+    # pip trusts the system store (the site's extra CAs), not certifi's bundle.
+    assert "PIP_CERT=/etc/ssl/certs/ca-certificates.crt" in dockerfile
+    assert 'CMD ["jupyterhub-singleuser"]' in dockerfile
+
+
+def test_spark_connect_client_recipe_has_no_jvm():
+    dockerfile = render("Dockerfile.j2", notebook_image_pyspark_package="pyspark-client",
+                        notebook_image_pyspark_version="4.0.1", notebook_image_java=False)
+    assert '"pyspark-client==4.0.1"' in dockerfile
+    assert "pyspark==" not in dockerfile
+    assert "openjdk" not in dockerfile
+
+
+def image_ref(**overrides):
+    """__notebook_image_ref as the role computes it, from the recipe rendered with these variables
+    (the role renders the templates with a lookup; here they are rendered directly)."""
+    recipe = {"__notebook_image_dockerfile": render("Dockerfile.j2", **overrides),
+              "__notebook_image_kernel": render("kernel.json.j2", **overrides)}
+    return templar(**overrides, **recipe).template(trust_as_template("{{ __notebook_image_ref }}"))
+
+
+def test_the_tag_is_the_recipes_hash_and_the_image_goes_to_the_hub_registry():
+    plain = image_ref()
+    client = image_ref(notebook_image_pyspark_package="pyspark-client", notebook_image_pyspark_version="4.0.1",
+                       notebook_image_java=False)
+    assert plain.startswith("hub1:5000/sparkfleet/notebook:") and len(plain.rsplit(":", 1)[1]) == 12
+    assert client.startswith("hub1:5000/sparkfleet/notebook:") and client != plain
+    # The same recipe, the same tag (a second run builds nothing); no registry keeps it on the hub's engine.
+    assert image_ref() == plain
+    assert image_ref(registry_address="").startswith("sparkfleet/notebook:")
+
+
+def test_kernel_points_at_the_cluster():
+    kernel = json.loads(render("kernel.json.j2", notebook_image_kernel_env={"SPARK_REMOTE": "sc://sf-master:15002"}))
+    assert kernel["env"]["SPARK_REMOTE"] == "sc://sf-master:15002"

@@ -2,7 +2,11 @@
 templating from the role's defaults and vars, then the configuration EXECUTED against a
 stand-in for JupyterHub's `c` object, and its settings checked."""
 
+import asyncio
 import pathlib
+import sys
+import types
+from unittest import mock
 
 import pytest
 import yaml
@@ -83,10 +87,30 @@ def secrets_dir(tmp_path):
     return tmp_path
 
 
+class FakeSwarmSpawner:
+    """Stand-in for dockerspawner.SwarmSpawner: the Docker API answers the test gives it."""
+
+    port = 8888
+    service_name = "jupyter-alice"
+
+    def __init__(self, task, nodes):
+        self.task, self.nodes = task, nodes
+
+    async def get_task(self):
+        return self.task
+
+    async def docker(self, method, *args):
+        assert method == "inspect_node"
+        return self.nodes[args[0]]
+
+
 def load(secrets_dir, **overrides):
     text = render("jupyterhub_config.py.j2", __jupyterhub_secrets_dir=str(secrets_dir), **overrides)
     c = FakeConfig()
-    exec(compile(text, "jupyterhub_config.py", "exec"), {"get_config": lambda: c})  # noqa: S102 - the point of the test
+    dockerspawner = types.ModuleType("dockerspawner")
+    dockerspawner.SwarmSpawner = FakeSwarmSpawner
+    with mock.patch.dict(sys.modules, {"dockerspawner": dockerspawner}):
+        exec(compile(text, "jupyterhub_config.py", "exec"), {"get_config": lambda: c})  # noqa: S102 - the point of the test
     return c, text
 
 
@@ -112,7 +136,8 @@ SWARM_GITHUB = {
 def test_swarm_github_seed(secrets_dir):
     c, text = load(secrets_dir, **SWARM_GITHUB)
     hub = c.set("JupyterHub")
-    assert hub["spawner_class"] == "dockerspawner.SwarmSpawner"
+    assert hub["spawner_class"].__name__ == "NodePortSwarmSpawner"
+    assert issubclass(hub["spawner_class"], FakeSwarmSpawner)
     assert hub["authenticator_class"] == "oauthenticator.github.GitHubOAuthenticator"
 
     gh = c.set("GitHubOAuthenticator")
@@ -143,9 +168,10 @@ def test_swarm_github_seed(secrets_dir):
     # One GPU share per server, of the kind the GPU workers advertise, placed on GPU nodes.
     assert swarm["extra_resources_spec"] == {"generic_resources": {"NVIDIA-GPU": 1}}
     assert swarm["extra_placement_spec"] == {"constraints": ["node.role == worker", "node.labels.gpu == true"]}
-    # The hub on the manager host reaches services through the routing mesh on its own node.
+    # The hub on the manager host reaches each server on its node: the port published there (host mode).
     assert swarm["use_internal_ip"] is False
-    assert swarm["host_ip"] == "127.0.0.1"
+    assert swarm["port"] == 8888
+    assert swarm["extra_endpoint_spec"] == {"ports": [{"TargetPort": 8888, "Protocol": "tcp", "PublishMode": "host"}]}
     assert "DockerSpawner" not in c.sections
 
     # The hub's API on the host's address (the workers' containers call back), the proxy's
@@ -291,3 +317,20 @@ def test_no_dummy_authenticator_and_no_open_signup():
     template = (ROLE / "templates" / "jupyterhub_config.py.j2").read_text()
     for forbidden in ("DummyAuthenticator", "allow_all = True", "open_signup", "0.0.0.0:{{ jupyterhub_proxy_api_port"):
         assert forbidden not in template
+
+
+def test_swarm_spawner_reaches_the_server_on_its_node(secrets_dir):
+    """The spawner class the configuration defines answers <node address>, <port published on that node>, and
+    says so when the task has no such port (the hub then reports a failed spawn instead of a wrong address)."""
+    c, _text = load(secrets_dir, **SWARM_GITHUB)
+    spawner_class = c.set("JupyterHub")["spawner_class"]
+    nodes = {"node-2": {"Status": {"Addr": "10.0.0.7"}}}
+    task = {"NodeID": "node-2", "Status": {"PortStatus": {"Ports": [
+        {"Protocol": "tcp", "TargetPort": 9999, "PublishedPort": 31000, "PublishMode": "host"},
+        {"Protocol": "tcp", "TargetPort": 8888, "PublishedPort": 32768, "PublishMode": "host"}]}}}
+    assert asyncio.run(spawner_class(task, nodes).get_ip_and_port()) == ("10.0.0.7", 32768)
+    unpublished = {"NodeID": "node-2", "Status": {"State": "running"}}
+    with pytest.raises(RuntimeError, match="publishes no port 8888"):
+        asyncio.run(spawner_class(unpublished, nodes).get_ip_and_port())
+    with pytest.raises(RuntimeError, match="has no task"):
+        asyncio.run(spawner_class(None, nodes).get_ip_and_port())

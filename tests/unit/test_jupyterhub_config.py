@@ -12,27 +12,11 @@ import pytest
 import yaml
 from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar, trust_as_template
+from conftest import role_vars
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 ROLE = ROOT / "roles" / "jupyterhub"
 CULLER_SCOPES = {"list:users", "read:users:activity", "read:servers", "delete:servers"}
-
-
-def _trusted(value):
-    if isinstance(value, str):
-        return trust_as_template(value)
-    if isinstance(value, list):
-        return [_trusted(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _trusted(v) for k, v in value.items()}
-    return value
-
-
-def _role_vars():
-    variables = {}
-    for name in ("defaults", "vars"):
-        variables.update(_trusted(yaml.safe_load((ROLE / name / "main.yml").read_text())))
-    return variables
 
 
 FACTS = {
@@ -73,7 +57,7 @@ class FakeConfig:
 
 
 def render(name, **overrides):
-    variables = dict(_role_vars(), **FACTS)
+    variables = dict(role_vars("jupyterhub"), **FACTS)
     variables.update(overrides)
     templar = Templar(loader=DataLoader(), variables=variables)
     return templar.template(trust_as_template((ROLE / "templates" / name).read_text()))

@@ -3,27 +3,16 @@ from the role's defaults and vars: what goes into the image, and that the tag fo
 import json
 import pathlib
 
-import yaml
 from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar, trust_as_template
+from conftest import role_vars
 
 ROLE = pathlib.Path(__file__).resolve().parents[2] / "roles" / "notebook_image"
 
 
-def _trusted(value):
-    if isinstance(value, str):
-        return trust_as_template(value)
-    if isinstance(value, list):
-        return [_trusted(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _trusted(v) for k, v in value.items()}
-    return value
-
-
 def templar(**overrides):
     variables = {"ansible_managed": "Ansible managed", "groups": {"hub": ["hub1"]}, "registry_address": "hub1:5000"}
-    for name in ("defaults", "vars"):
-        variables.update(_trusted(yaml.safe_load((ROLE / name / "main.yml").read_text())))
+    variables.update(role_vars("notebook_image"))
     variables.update(overrides)
     loader = DataLoader()
     loader.set_basedir(str(ROLE))

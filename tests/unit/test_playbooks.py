@@ -100,3 +100,32 @@ def test_only_workers_start_from_the_baked_image():
     image = run["community.docker.docker_container"]["image"]
     assert "provision_lab_worker_image_present" in image and "item in groups['role_worker']" in image
     assert "else hostvars[item]['lab_image']" in image
+
+
+def test_the_lab_runs_docker_in_docker_as_the_swarm_scenario_does():
+    """The lab's Docker hosts get the capabilities the swarm scenario proved (all but SYS_RESOURCE,
+    which this kind of machine refuses), unconfined seccomp/AppArmor, rw cgroups and /var/lib/docker."""
+    lab_vars = _yaml(ROOT / "inventories" / "lab" / "group_vars" / "all" / "lab.yml")
+    scenario = _yaml(ROOT / "molecule" / "swarm" / "molecule.yml")
+    caps = lab_vars["lab_docker_capabilities"]
+    assert "SYS_RESOURCE" not in caps and "SYS_ADMIN" in caps and "NET_ADMIN" in caps
+    assert caps == scenario["platforms"][0]["capabilities"]
+    lab = _yaml(PLAYBOOKS / "lab.yml")[0]
+    run = next(t for t in lab["tasks"] if t["name"] == "Lab | Run one systemd container per host.")
+    container = run["community.docker.docker_container"]
+    assert "lab_docker_capabilities" in container["capabilities"] and "__docker" in container["capabilities"]
+    assert "seccomp=unconfined" in container["security_opts"] and "apparmor=unconfined" in container["security_opts"]
+    assert "'/var/lib/docker'" in container["volumes"] and container["keep_volumes"] is False
+    # Docker hosts are the hub and the Swarm's nodes, and only when there is a Swarm manager.
+    docker_hosts = lab["vars"]["__lab_docker_hosts"]
+    assert "groups['swarm_managers']" in docker_hosts and "groups['swarm_workers']" in docker_hosts
+    hosts = _yaml(ROOT / "inventories" / "lab" / "hosts.yml")["all"]["children"]
+    assert list(hosts["role_hub"]["hosts"]) == ["sparkfleet-hub"]
+
+
+def test_a_replacement_converges_the_replaced_workers_only():
+    plays = _yaml(PLAYBOOKS / "replace_worker.yml")
+    check = next(p for p in plays if p.get("name") == "Replace worker | Check the request")
+    group = next(t for t in check["tasks"] if t["name"] == "Replace worker | Group the hosts to converge.")
+    assert group["loop"] == "{{ __replace_workers }}"
+    assert group["ansible.builtin.add_host"]["groups"] == ["sparkfleet_replace_converge", "sparkfleet_replaced"]

@@ -37,7 +37,7 @@ ifneq ($(wildcard /etc/ssl/certs/ca-certificates.crt),)
 export PIP_CERT ?= /etc/ssl/certs/ca-certificates.crt
 endif
 
-.PHONY: help venv collections docker image ssh-key lint unit sanity cloud molecule lab-test test lab lab-destroy bench status clean
+.PHONY: help venv collections docker image ssh-key lint unit sanity cloud static test-hosts molecule lab-test test lab lab-destroy bench status clean
 
 help: ## List the targets.
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -64,7 +64,7 @@ ssh-key: $(SSH_KEY) ## The test hosts' SSH key pair (Molecule scenarios log in w
 $(SSH_KEY):
 	@command -v ssh >/dev/null && command -v ssh-keygen >/dev/null || { \
 	  echo "ssh-key: installing openssh-client (Ansible reaches hosts over SSH)"; \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openssh-client >/dev/null; }
+	  scripts/apt-get.sh update -qq && DEBIAN_FRONTEND=noninteractive scripts/apt-get.sh install -y -qq openssh-client >/dev/null; }
 	@mkdir -p -m 0700 $(dir $@)
 	ssh-keygen -q -t ed25519 -N '' -C sparkfleet-molecule -f $@
 
@@ -87,10 +87,27 @@ molecule: venv collections image ssh-key ## Every Molecule scenario (converge, i
 lab-test: venv collections image ssh-key ## The lab end to end: make lab, a worker killed mid-job, replace_worker.yml, full strength again (replaces the lab).
 	bash tests/lab/run
 
-test: venv collections docker image lint unit sanity cloud molecule ## The whole suite (CI runs this).
+# The suites that need no test host (lint, unit, sanity, cloud: CPU) run while the Docker engine is
+# installed and the base image is built (mostly downloads on a fresh machine), each target's output
+# printed whole when it ends; then the Molecule lanes.
+test: venv collections ## The whole suite (CI runs this): static suites beside the engine and image, then make molecule.
+	@$(MAKE) --no-print-directory -j2 --output-sync=target static test-hosts
+	@$(MAKE) --no-print-directory molecule
 	@echo "make test: all suites passed"
 
-lab: venv collections image ssh-key ## Local lab: 1 master + 2 workers in containers, then a Pi job.
+static: venv ## lint, unit, sanity and cloud, one after the other.
+	@$(MAKE) --no-print-directory lint
+	@$(MAKE) --no-print-directory unit
+	@$(MAKE) --no-print-directory sanity
+	@$(MAKE) --no-print-directory cloud
+
+# One after the other: the engine's and the key's apt-get must not meet on dpkg's lock.
+test-hosts:
+	@$(MAKE) --no-print-directory docker
+	@$(MAKE) --no-print-directory image
+	@$(MAKE) --no-print-directory ssh-key
+
+lab: venv collections image ssh-key ## Local lab: 1 master + 2 workers + a hub (JupyterHub, Swarm) in containers, then a Pi job.
 	ansible-playbook playbooks/bake.yml
 	ansible-playbook playbooks/lab.yml
 	ansible-playbook site.yml

@@ -8,8 +8,8 @@ log=${SPARKFLEET_DOCKERD_LOG:-/var/log/sparkfleet-dockerd.log}
 if ! command -v dockerd >/dev/null 2>&1; then
   echo "docker: installing docker.io from Debian"
   export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq docker.io >/dev/null
+  "$(dirname "$0")/apt-get.sh" update -qq
+  "$(dirname "$0")/apt-get.sh" install -y -qq docker.io >/dev/null
 fi
 
 if docker info >/dev/null 2>&1; then

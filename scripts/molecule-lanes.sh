@@ -34,7 +34,7 @@ run_lane() {
 # those steps are skipped with their reason.
 if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
   echo "=== installing Debian's chromium and chromium-driver for the browser tests"
-  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; } \
+  { scripts/apt-get.sh update -qq && DEBIAN_FRONTEND=noninteractive scripts/apt-get.sh install -y -qq chromium chromium-driver >/dev/null; } \
     || echo "=== could not install chromium: the browser steps will be skipped with their reason"
 fi
 

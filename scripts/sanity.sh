@@ -94,8 +94,8 @@ fi
 if ! command -v shellcheck >/dev/null && [[ $EUID -eq 0 ]] && command -v apt-get >/dev/null; then
   echo "=== installing shellcheck (Debian package)"
   export DEBIAN_FRONTEND=noninteractive
-  apt-get install -y -q shellcheck >/dev/null 2>&1 \
-    || { apt-get update -q >/dev/null 2>&1 && apt-get install -y -q shellcheck >/dev/null 2>&1; } \
+  "$ROOT/scripts/apt-get.sh" install -y -q shellcheck >/dev/null 2>&1 \
+    || { "$ROOT/scripts/apt-get.sh" update -q >/dev/null 2>&1 && "$ROOT/scripts/apt-get.sh" install -y -q shellcheck >/dev/null 2>&1; } \
     || true
 fi
 if ! command -v shellcheck >/dev/null; then

@@ -44,8 +44,8 @@ fi
 
 command -v debootstrap >/dev/null || {
   echo "image: installing debootstrap" >&2
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null
+  "$here/../../scripts/apt-get.sh" update -qq
+  DEBIAN_FRONTEND=noninteractive "$here/../../scripts/apt-get.sh" install -y -qq debootstrap >/dev/null
 }
 
 work=$(mktemp -d /var/tmp/sparkfleet-image.XXXXXX)

@@ -31,6 +31,8 @@ import sys
 import tempfile
 import time
 
+import yaml
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 WORK = ROOT / "bench" / ".work"
 RESULTS = ROOT / "bench" / "results"
@@ -404,7 +406,14 @@ class Bench:
         return done.returncode == 0
 
     def hosts(self, size):
-        return ["sparkfleet-master"] + [f"sparkfleet-worker-{i}" for i in range(1, size + 1)]
+        """The lab's hosts at this size: the inventory's hosts other than workers (the master, the hub)
+        and workers 1..size (playbooks/lab.yml's lab_workers)."""
+        listed = []
+        for group in (yaml.safe_load((ROOT / "inventories" / "lab" / "hosts.yml").read_text())["all"]["children"]
+                      .values()):
+            listed += list((group or {}).get("hosts") or {})
+        others = sorted(h for h in listed if not re.match(r"^sparkfleet-worker-\d+$", h))
+        return others + [f"sparkfleet-worker-{i}" for i in range(1, size + 1)]
 
     def existing_hosts(self):
         """The inventory's hosts that are lab containers (--existing)."""

@@ -18,7 +18,7 @@ from ansible.template import Templar, trust_as_template
 from conftest import load_plugin
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-FILTER_PLUGINS = ("spark_sizing", "cluster_manager", "artifacts", "gpu_shares")
+FILTER_PLUGINS = ("spark_sizing", "cluster_manager", "artifacts", "gpu_shares", "addresses")
 
 
 def _trust(value):

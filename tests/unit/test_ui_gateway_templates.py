@@ -102,6 +102,20 @@ def test_the_firewall_replaces_only_its_own_table_and_drops_only_the_ui_ports_fr
     assert "reject" not in chain
 
 
+def test_a_hosts_container_bridges_are_not_allowed_and_rules_do_not_change_with_dockers_install():
+    before = code(gateway().render("ui-firewall.nft.j2", "w1"))
+    facts = dict(HOSTVARS["w2"]["ansible_facts"])
+    facts.update({"interfaces": ["lo", "eth0", "docker0", "docker_gwbridge"],
+                  "lo": {"ipv4": {"address": "127.0.0.1"}}, "eth0": {"ipv4": {"address": "10.0.0.3"}},
+                  "docker0": {"ipv4": {"address": "172.17.0.1"}},
+                  "docker_gwbridge": {"ipv4": {"address": "172.18.0.1"}},
+                  "all_ipv4_addresses": ["127.0.0.1", "10.0.0.3", "172.17.0.1", "172.18.0.1"]})
+    hostvars = {**HOSTVARS, "w2": {"ansible_facts": facts}}
+    after = code(RoleRenderer("ui_gateway", CLUSTER, hostvars=hostvars, extra=TLS).render("ui-firewall.nft.j2", "w1"))
+    assert "172.17.0.1" not in after and "172.18.0.1" not in after
+    assert after == before
+
+
 def test_extra_sources_are_allowed():
     rules = nft_rules(ui_gateway_allowed_sources=["192.168.5.0/24", "2001:db8::/64"])
     assert "192.168.5.0/24" in rules and "2001:db8::/64" in rules

@@ -93,7 +93,7 @@ def test_validate_tasks_change_nothing(role):
         if modules == {"ansible.builtin.include_role"}:
             # The shared read-only entry points only.
             args = task["ansible.builtin.include_role"]
-            assert args["name"] == "sparkfleet.cluster.platform" and args.get("tasks_from") in ("os_vars", "ports")
+            assert args["name"] == "sparkfleet.cluster.platform" and args.get("tasks_from") in ("os_vars", "ports", "installed")
             continue
         if modules == {"ansible.builtin.uri"}:
             # A question to the controller's side (does this release exist?), never a change.
@@ -107,6 +107,42 @@ def test_validate_tasks_change_nothing(role):
 def test_platform_read_only_entry_points_only_read(entry_point):
     for task in _yaml(ROOT / "roles" / "platform" / "tasks" / f"{entry_point}.yml"):
         assert {k for k in task if "." in k} <= READ_ONLY
+
+
+def test_platform_installed_entry_point_only_reads():
+    """validate.yml files may include it: one dpkg-query call that reports no change, and set_fact."""
+    for task in _yaml(ROOT / "roles" / "platform" / "tasks" / "installed.yml"):
+        modules = {k for k in task if "." in k}
+        if modules == {"ansible.builtin.command"}:
+            assert task["ansible.builtin.command"]["argv"][0] == "dpkg-query"
+            assert task["changed_when"] is False and task["check_mode"] is False
+            continue
+        assert modules <= READ_ONLY
+
+
+def _strings(node):
+    if isinstance(node, dict):
+        for key, value in node.items():
+            yield str(key)
+            yield from _strings(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _strings(value)
+    elif isinstance(node, str):
+        yield node
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_no_role_keeps_the_package_list_among_the_facts(role):
+    """package_facts' fact (every package's versions and sources, about half of a host's facts) would
+    stay in the fact cache and be copied into the variables of every later task: the roles ask the
+    platform role's installed entry point (platform_installed_packages, a variable of the run)."""
+    for path in (ROOT / "roles" / role).glob("*/*.yml"):
+        if path.parent.name not in ("tasks", "handlers", "vars", "defaults"):
+            continue
+        for text in _strings(_yaml(path)):
+            assert "package_facts" not in text and "ansible_facts['packages']" not in text, f"{path}: {text[:80]}"
+            assert 'ansible_facts["packages"]' not in text and "ansible_facts.packages" not in text, f"{path}: {text[:80]}"
 
 
 def test_role_readmes_are_generated_from_the_sources():

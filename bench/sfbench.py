@@ -217,17 +217,24 @@ def seconds(value) -> str:
 
 
 def figures_table(rows) -> str:
-    """rows: dicts with size, figure, tuned, baseline (seconds or None), and optional notes.
-    A Markdown table (it reads as plain text too)."""
-    lines = ["| workers | figure | tuned s | baseline s | baseline/tuned | tasks (tuned) "
-             "| CPU s tuned: controller / hosts | notes |",
-             "|---:|---|---:|---:|---:|---:|---:|---|"]
+    """rows: dicts with size, figure, tuned, baseline (seconds or None), and optional notes; with
+    `--mitogen` also mitogen (seconds), which adds its columns. A Markdown table (it reads as plain
+    text too)."""
+    mitogen = any("mitogen" in row for row in rows)
+    head = "| workers | figure | tuned s | baseline s | baseline/tuned "
+    rule = "|---:|---|---:|---:|---:"
+    if mitogen:
+        head += "| mitogen s | baseline/mitogen "
+        rule += "|---:|---:"
+    lines = [head + "| tasks (tuned) | CPU s tuned: controller / hosts | notes |", rule + "|---:|---:|---|"]
     for row in rows:
         cpu = row.get("cpu")
         cpu_text = f"{seconds(cpu[0])} / {seconds(cpu[1])}" if cpu else "-"
-        lines.append(f"| {row['size']} | {row['figure']} | {seconds(row.get('tuned'))} | "
-                     f"{seconds(row.get('baseline'))} | {ratio(row.get('baseline'), row.get('tuned'))} | "
-                     f"{row.get('tasks', '-')} | {cpu_text} | {row.get('notes', '')} |")
+        line = (f"| {row['size']} | {row['figure']} | {seconds(row.get('tuned'))} | "
+                f"{seconds(row.get('baseline'))} | {ratio(row.get('baseline'), row.get('tuned'))} | ")
+        if mitogen:
+            line += f"{seconds(row.get('mitogen'))} | {ratio(row.get('baseline'), row.get('mitogen'))} | "
+        lines.append(line + f"{row.get('tasks', '-')} | {cpu_text} | {row.get('notes', '')} |")
     return "\n".join(lines)
 
 
@@ -441,11 +448,15 @@ class Bench:
         for config, run in results.items():
             self.record(config, "existing", "noop", run)
         tuned, base = results["tuned"], results["baseline"]
-        rows.append({"size": f"{self.args.existing} ({tuned.timings and max(t.hosts for t in tuned.timings)} hosts)",
-                     "figure": "noop", "tuned": tuned.seconds, "baseline": base.seconds,
-                     "tasks": len(tuned.timings), "cpu": (tuned.controller_cpu, tuned.hosts_cpu),
-                     "notes": "; ".join(f"{c} changed={r.stats.get('changed')}" for c, r in results.items()
-                                        if r.stats.get("changed"))})
+        row = {"size": f"{self.args.existing} ({tuned.timings and max(t.hosts for t in tuned.timings)} hosts)",
+               "figure": "noop", "tuned": tuned.seconds, "baseline": base.seconds,
+               "tasks": len(tuned.timings), "cpu": (tuned.controller_cpu, tuned.hosts_cpu),
+               "notes": "; ".join([f"{c} changed={r.stats.get('changed')}" for c, r in results.items()
+                                   if r.stats.get("changed")]
+                                  + [f"{c} FAILED rc={r.rc}" for c, r in results.items() if r.rc != 0])}
+        if "mitogen" in results:
+            row["mitogen"] = results["mitogen"].seconds
+        rows.append(row)
         return rows
 
     def main(self):
@@ -470,12 +481,16 @@ class Bench:
                 base = results["baseline"].get(figure)
                 notes = "; ".join(filter(None, [f"tuned: {tuned[2]}" if tuned and tuned[2] else "",
                                                 f"baseline: {base[2]}" if base and base[2] else ""]))
-                if "mitogen" in results and results["mitogen"].get(figure):
-                    notes += f"; mitogen {results['mitogen'][figure][0]:.1f}s"
-                rows.append({"size": size, "figure": figure, "tuned": tuned[0] if tuned else None,
-                             "baseline": base[0] if base else None,
-                             "cpu": (tuned[1].controller_cpu, tuned[1].hosts_cpu) if tuned else None,
-                             "tasks": len(tuned[1].timings) if tuned else "-", "notes": notes})
+                row = {"size": size, "figure": figure, "tuned": tuned[0] if tuned else None,
+                       "baseline": base[0] if base else None,
+                       "cpu": (tuned[1].controller_cpu, tuned[1].hosts_cpu) if tuned else None,
+                       "tasks": len(tuned[1].timings) if tuned else "-", "notes": notes}
+                if "mitogen" in results:
+                    mito = results["mitogen"].get(figure)
+                    row["mitogen"] = mito[0] if mito else None
+                    if mito and mito[2]:
+                        row["notes"] = "; ".join(filter(None, [notes, f"mitogen: {mito[2]}"]))
+                rows.append(row)
             if not self.args.keep:
                 self.destroy(size)
         self.report(rows)

@@ -109,6 +109,17 @@ def test_figures_table_has_ratios(sfbench):
     assert with_cpu[2] == "| 2 | noop | 20.0 | 40.0 | 2.00x | 80 | 31.2 / 12.0 |  |"
 
 
+def test_figures_table_has_mitogen_columns_only_when_measured(sfbench):
+    table = sfbench.figures_table([
+        {"size": 2, "figure": "noop", "tuned": 20.0, "baseline": 50.0, "mitogen": 10.0, "tasks": 80},
+        {"size": 2, "figure": "replace", "tuned": 30.0, "baseline": 45.0, "mitogen": None, "tasks": 90},
+    ]).splitlines()
+    assert table[0].startswith("| workers | figure | tuned s | baseline s | baseline/tuned | mitogen s | baseline/mitogen |")
+    assert table[1].count("|") == table[0].count("|")
+    assert table[2] == "| 2 | noop | 20.0 | 50.0 | 2.50x | 10.0 | 5.00x | 80 | - |  |"
+    assert table[3] == "| 2 | replace | 30.0 | 45.0 | 1.50x | - | - | 90 | - |  |"
+
+
 def test_cgroup_cpu_is_read_from_v2_or_v1(sfbench, tmp_path):
     v2 = tmp_path / "v2" / "system.slice" / "docker-abc.scope"
     v2.mkdir(parents=True)

@@ -15,8 +15,8 @@ PYTHON ?= python3
 # `lab-test` (tests/lab/run, also `make lab-test`): those in SIDE_SCENARIOS (the containers and
 # notebooks layers and the lab, each on its own hosts and ports) run in a second lane beside the
 # others; MOLECULE_LANES=1 runs all in one lane. One scenario: `make molecule SCENARIOS=swarm`.
-SCENARIOS ?= preflight common spark_cluster spark_tarball hadoop livy mesos swarm gpu jupyterhub lab-test
-SIDE_SCENARIOS ?= swarm gpu jupyterhub lab-test
+SCENARIOS ?= preflight common gpu spark_cluster spark_tarball hadoop livy mesos swarm jupyterhub lab-test
+SIDE_SCENARIOS ?= swarm jupyterhub lab-test
 MOLECULE_LANES ?= 2
 export SCENARIOS SIDE_SCENARIOS MOLECULE_LANES
 # Scenarios whose software cannot be downloaded here: they run when their artifacts are
@@ -35,6 +35,20 @@ export PY_COLORS ?= 0
 # (which carries the proxy's CA), not certifi's.
 ifneq ($(wildcard /etc/ssl/certs/ca-certificates.crt),)
 export PIP_CERT ?= /etc/ssl/certs/ca-certificates.crt
+endif
+
+# MITOGEN=1 (optional, never required): the playbooks make runs (`make lab MITOGEN=1`, `make status
+# MITOGEN=1`) use Mitogen for Ansible's mitogen_linear strategy (a warm Python per host instead of one
+# interpreter and module payload per task). It must be in the venv:
+# `.venv/bin/pip install mitogen==0.3.54`. ansible-core warns that third-party strategies are
+# deprecated; the suite is run and passes without it. Measured: bench/run --mitogen (bench/README.md).
+ifeq ($(MITOGEN),1)
+MITOGEN_STRATEGIES := $(shell $(VENV)/bin/python -c 'import ansible_mitogen, os; print(os.path.dirname(ansible_mitogen.__file__) + "/plugins/strategy")' 2>/dev/null)
+ifeq ($(MITOGEN_STRATEGIES),)
+$(error MITOGEN=1 needs Mitogen for Ansible in $(VENV): $(VENV)/bin/pip install mitogen==0.3.54 (it is optional))
+endif
+export ANSIBLE_STRATEGY_PLUGINS := $(MITOGEN_STRATEGIES)
+export ANSIBLE_STRATEGY := mitogen_linear
 endif
 
 .PHONY: help venv collections docker image ssh-key lint unit sanity cloud static test-hosts molecule lab-test test lab lab-destroy bench status clean
@@ -87,12 +101,11 @@ molecule: venv collections image ssh-key ## Every Molecule scenario (converge, i
 lab-test: venv collections image ssh-key ## The lab end to end: make lab, a worker killed mid-job, replace_worker.yml, full strength again (replaces the lab).
 	bash tests/lab/run
 
-# The suites that need no test host (lint, unit, sanity, cloud: CPU) run while the Docker engine is
-# installed and the base image is built (mostly downloads on a fresh machine), each target's output
-# printed whole when it ends; then the Molecule lanes.
-test: venv collections ## The whole suite (CI runs this): static suites beside the engine and image, then make molecule.
-	@$(MAKE) --no-print-directory -j2 --output-sync=target static test-hosts
-	@$(MAKE) --no-print-directory molecule
+# The static suites (lint, unit, sanity, cloud: CPU, no test host) run in the background at the
+# lowest CPU priority beside the engine, the image and the Molecule lanes, in the CPU the lanes
+# leave idle (scripts/test.sh); their output is printed when the lanes end.
+test: venv collections ## The whole suite (CI runs this): the Molecule lanes, the static suites beside them at nice 19.
+	@bash scripts/test.sh
 	@echo "make test: all suites passed"
 
 static: venv ## lint, unit, sanity and cloud, one after the other.

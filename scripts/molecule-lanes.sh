@@ -12,8 +12,9 @@
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 
+# A failed scenario does not stop its lane: the others still run, so one run shows every failure.
 run_lane() {
-  local s start
+  local s start rc=0
   for s in "$@"; do
     case "$s:${SPARKFLEET_ARTIFACT_MIRROR:-}:${SPARKFLEET_MESOS_URL:-}" in
       hadoop::*|livy::*) echo "=== scenario $s SKIPPED: SPARKFLEET_ARTIFACT_MIRROR is not set; Apache's Hadoop and Livy files cannot be downloaded here (roles/hadoop/README.md: running with the real artifacts)"; continue;;
@@ -24,9 +25,10 @@ run_lane() {
       echo "=== lab test: tests/lab/run"; bash tests/lab/run
     else
       echo "=== molecule test -s $s"; molecule test -s "$s"
-    fi || { echo "=== scenario $s FAILED after $(( $(date +%s) - start ))s"; return 1; }
+    fi || { echo "=== scenario $s FAILED after $(( $(date +%s) - start ))s"; rc=1; continue; }
     echo "=== scenario $s passed in $(( $(date +%s) - start ))s"
   done
+  return $rc
 }
 
 # The browser tests (spark_cluster's gateway, the hub scenarios) drive Debian's headless Chromium
@@ -45,12 +47,13 @@ for s in "${all[@]}"; do
   if [[ "${MOLECULE_LANES:-2}" != 1 && " ${side_names[*]} " == *" $s "* ]]; then side+=("$s"); else main+=("$s"); fi
 done
 
-# One lane has nothing to run: the other runs here, its output as it comes.
+mkdir -p .cache
+rm -f .cache/molecule-lane1.log .cache/molecule-lane2.log
+# One lane has nothing to run: the other runs here, its output as it comes (and in lane 1's log).
 if (( ${#side[@]} == 0 || ${#main[@]} == 0 )); then
-  run_lane "${main[@]}" "${side[@]}"; exit $?
+  run_lane "${main[@]}" "${side[@]}" 2>&1 | tee .cache/molecule-lane1.log; exit "${PIPESTATUS[0]}"
 fi
 
-mkdir -p .cache
 side_log=.cache/molecule-lane2.log
 echo "=== lane 2 (${side[*]}) runs beside lane 1 (${main[*]:-nothing}); its output: $side_log, printed when it ends"
 start=$(date +%s)

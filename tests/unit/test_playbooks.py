@@ -129,3 +129,37 @@ def test_a_replacement_converges_the_replaced_workers_only():
     group = next(t for t in check["tasks"] if t["name"] == "Replace worker | Group the hosts to converge.")
     assert group["loop"] == "{{ __replace_workers }}"
     assert group["ansible.builtin.add_host"]["groups"] == ["sparkfleet_replace_converge", "sparkfleet_replaced"]
+
+
+def _lab_host_ports():
+    """The controller ports the lab publishes: each host's SSH port and the UI gateway's and hub's."""
+    hosts = _yaml(ROOT / "inventories" / "lab" / "hosts.yml")
+
+    def walk(group):
+        for name, hostvars in (group.get("hosts") or {}).items():
+            yield name, (hostvars or {}).get("ansible_port")
+        for child in (group.get("children") or {}).values():
+            yield from walk(child or {})
+
+    ports = {port for host, port in walk(hosts["all"]) if host and port}
+    published = _yaml(ROOT / "inventories" / "lab" / "group_vars" / "all" / "lab.yml")["lab_published_ports"]
+    return ports | {int(p) for p in published.values() if int(p)}
+
+
+def test_scenarios_and_the_lab_publish_distinct_controller_ports():
+    """Each scenario publishes controller ports of its own, none of them the lab's: the lanes run two
+    scenarios at a time, and the suite runs beside a lab a user (or an earlier run: its containers
+    restart with the engine) left up. CI once failed on a scenario publishing the lab's 8443."""
+    lab = _lab_host_ports()
+    assert {2220, 2221, 8443, 8444} <= lab
+    owners = {}
+    for scenario in sorted((ROOT / "molecule").glob("*/molecule.yml")):
+        for platform in _yaml(scenario).get("platforms") or []:
+            for spec in platform.get("published_ports") or []:
+                parts = str(spec).split(":")
+                assert len(parts) == 3 and parts[0] == "127.0.0.1", f"{scenario.parent.name}: {spec} (loopback only)"
+                port = int(parts[1])
+                assert port not in lab, f"{scenario.parent.name} publishes the lab's port {port}"
+                assert port not in owners, f"{scenario.parent.name} and {owners.get(port)} both publish {port}"
+                owners[port] = scenario.parent.name
+    assert len(owners) >= 15

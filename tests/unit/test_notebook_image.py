@@ -64,3 +64,34 @@ def test_the_tag_is_the_recipes_hash_and_the_image_goes_to_the_hub_registry():
 def test_kernel_points_at_the_cluster():
     kernel = json.loads(render("kernel.json.j2", notebook_image_kernel_env={"SPARK_REMOTE": "sc://sf-master:15002"}))
     assert kernel["env"]["SPARK_REMOTE"] == "sc://sf-master:15002"
+
+
+def cache_names(base_id="sha256:aaaa", **overrides):
+    """The controller copy's image name and archive (notebook_image_controller_cache), as the role
+    computes them from the rendered recipe and the base image's ID on the hub."""
+    recipe = {"__notebook_image_dockerfile": render("Dockerfile.j2", **overrides),
+              "__notebook_image_kernel": render("kernel.json.j2", **overrides),
+              "__notebook_image_base_on_hub": {"images": [{"Id": base_id}]},
+              "sparkfleet_download_cache_dir": "/cache"}
+    # The archive's directory falls back on a lookup (the controller's HOME): builtin plugins by FQCN.
+    from ansible.plugins.loader import init_plugin_loader  # pylint: disable=import-outside-toplevel
+    init_plugin_loader([])
+    t = templar(**overrides, **recipe)
+    return tuple(t.template(trust_as_template(f"{{{{ {name} }}}}"))
+                 for name in ("__notebook_image_install_steps", "__notebook_image_cache_image",
+                              "__notebook_image_cache_archive"))
+
+
+def test_the_controller_copy_is_the_install_steps_named_by_base_and_steps_not_by_the_kernel():
+    steps, image, archive = cache_names()
+    # The install steps: the whole recipe up to the kernel, none of the cluster's own settings.
+    assert "pip install" in steps and "FROM sparkfleet/debian12-systemd:latest" in steps
+    assert "kernel" not in steps and "CMD" not in steps
+    key = image.rsplit(":", 1)[1]
+    assert image == f"sparkfleet/notebook-cache:{key}" and len(key) == 12
+    assert archive == f"/cache/sparkfleet_notebook-cache-{key}.tar"
+    # Another cluster's kernel (its Spark Connect address): the same copy serves it.
+    assert cache_names(notebook_image_kernel_env={"SPARK_REMOTE": "sc://other:15002"})[1] == image
+    # Other install steps or another base image: another copy.
+    assert cache_names(notebook_image_java=False)[1] != image
+    assert cache_names(base_id="sha256:bbbb")[1] != image

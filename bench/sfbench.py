@@ -51,7 +51,6 @@ BASELINE_ENV = {
     "ANSIBLE_STRATEGY": "linear",
     "ANSIBLE_GATHERING": "implicit",
     "ANSIBLE_CACHE_PLUGIN": "memory",
-    "ANSIBLE_INJECT_FACT_VARS": "True",
     "ANSIBLE_SSH_ARGS": "-C -o ControlMaster=auto -o ControlPersist=60s",
 }
 

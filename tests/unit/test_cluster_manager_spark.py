@@ -66,3 +66,26 @@ def test_mesos_submits_to_the_mesos_masters_as_an_authenticated_framework(extra,
 def test_the_standalone_worker_still_registers_with_the_standalone_master():
     units = {u["name"]: u for u in RoleRenderer("spark", GROUPS, extra={"__spark_auth_secret": "s"}).value("__spark_units", "w1")}
     assert units["spark-worker"]["exec_start"].endswith(" spark://m1:7077")
+
+
+def test_jvm_options_reach_every_spark_jvm_and_none_are_set_by_default():
+    import subprocess
+
+    plain = spark("standalone")
+    assert not [k for k in defaults(plain) if "JavaOptions" in k]
+    assert "JAVA_OPTS" not in plain.render("spark-env.sh.j2", "m1") and "LAUNCHER_OPTS" not in plain.render("spark-env.sh.j2", "m1")
+
+    options = ["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Dsparkfleet.note=two words"]
+    tuned = spark("standalone", spark_jvm_options=options)
+    props = defaults(tuned, "w1")
+    # Applications: the administrator's defaults, which an application's extraJavaOptions add to.
+    assert props["spark.driver.defaultJavaOptions"] == " ".join(options)
+    assert props["spark.executor.defaultJavaOptions"] == " ".join(options)
+    assert "spark.driver.extraJavaOptions" not in props and "spark.executor.extraJavaOptions" not in props
+    # Daemons and the launcher: what bash exports from the rendered lines (quoted for the shell).
+    exports = [line for line in tuned.render("spark-env.sh.j2", "w1").splitlines()
+               if line.startswith(("export SPARK_DAEMON_JAVA_OPTS=", "export SPARK_LAUNCHER_OPTS="))]
+    assert len(exports) == 2
+    shown = subprocess.run(["bash", "-c", "\n".join(exports) + '\nprintf "%s\\n" "$SPARK_DAEMON_JAVA_OPTS" "$SPARK_LAUNCHER_OPTS"'],
+                           capture_output=True, text=True, check=True).stdout.splitlines()
+    assert shown == [" ".join(options)] * 2

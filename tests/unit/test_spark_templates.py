@@ -26,6 +26,7 @@ BASE = {
     "__spark_auth_secret": "s3cr3t",
     "spark_network_crypto_enabled": True,
     "spark_extra_defaults": {},
+    "spark_jvm_options": [],
     "spark_executor_gpu_amount": 0,
     "spark_task_gpu_amount": 0,
     "__spark_is_gpu_worker": False,

@@ -166,3 +166,53 @@ def _walk(tasks):
         yield task
         for key in ("block", "rescue", "always"):
             yield from _walk(task.get(key))
+
+
+# The shared mechanisms' entry points that component roles and playbooks call with values they
+# compute themselves (platform, secrets, service, download, and pki's issue). Those calls
+# skip Ansible's run-time argument check (rolespec_validate: false): it would be a task per host
+# and call, about one in fourteen of a site.yml run's, and it can only catch a mistake of this
+# collection's own code. That check is made here instead, on every such call, before any run.
+SHARED_ENTRY_POINTS = {"platform": None, "secrets": None, "service": None, "download": None,
+                       "pki": {"issue"}}
+_TYPES = {"list": list, "dict": dict, "bool": bool, "int": int, "str": str, "path": str, "raw": object}
+
+
+def _role_calls():
+    sources = [p for p in (ROOT / "roles").glob("*/*/*.yml") if p.parent.name in ("tasks", "handlers")]
+    sources += sorted((ROOT / "playbooks").glob("*.yml"))
+    for path in sources:
+        data = _yaml(path)
+        plays = data if path.parent.name == "playbooks" else [{"tasks": data}]
+        for play in plays if isinstance(plays, list) else []:
+            for section in ("pre_tasks", "tasks", "post_tasks", "handlers"):
+                for task in _walk(play.get(section) if isinstance(play, dict) else None):
+                    for key in ("ansible.builtin.include_role", "ansible.builtin.import_role"):
+                        if key in task:
+                            yield path, task, task[key]
+
+
+def test_shared_entry_point_calls_match_their_argument_specs():
+    checked = 0
+    for path, task, args in _role_calls():
+        role = args["name"].removeprefix("sparkfleet.cluster.")
+        entry_point = args.get("tasks_from", "main")
+        where = f"{path.relative_to(ROOT)}: {task.get('name')} ({role}:{entry_point})"
+        if role not in SHARED_ENTRY_POINTS or entry_point not in (SHARED_ENTRY_POINTS[role] or {entry_point}):
+            # Entry points a user may call too keep Ansible's check at run time.
+            assert "rolespec_validate" not in args, f"{where}: only shared entry points skip the check"
+            continue
+        assert args.get("rolespec_validate") is False, f"{where}: set rolespec_validate: false (checked here)"
+        options = _specs(role)[entry_point].get("options") or {}  # every one has a spec
+        given = task.get("vars") or {}
+        prefix = role + "_"
+        unknown = sorted(k for k in given if k.startswith(prefix) and k not in options)
+        assert not unknown, f"{where}: {unknown} not in the entry point's argument spec"
+        missing = sorted(k for k, spec in options.items() if spec.get("required") and k not in given)
+        assert not missing, f"{where}: the required {missing} not given"
+        for name, value in given.items():
+            if name in options and not (isinstance(value, str) and "{{" in value):
+                wanted = _TYPES[options[name].get("type", "str")]
+                assert isinstance(value, wanted), f"{where}: {name} must be a {options[name].get('type', 'str')}: {value!r}"
+        checked += 1
+    assert checked >= 60, f"only {checked} calls of the shared entry points found"

@@ -17,7 +17,9 @@ options given with the wrong shape (a string for a list).
     the string on commas) but does not hand the converted value to the role, which then loops over a
     string. Every option an argument spec declares as ``list`` and a host has as a string (or another
     scalar), and every ``dict`` option a host has as a string or a list, is returned with the hosts
-    that have it and what to write instead.
+    that have it and what to write instead. So is every ``int`` or ``bool`` option of the shared
+    mechanisms (platform, secrets, service, download, pki) that a host has as a value Ansible's
+    argument check would refuse: the collection's roles call those entry points without that check.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from __future__ import annotations
 import difflib
 import functools
 import os
+import re
 from collections.abc import Mapping
 
 import yaml
@@ -32,6 +35,11 @@ import yaml
 ROLES_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir, "roles")
 SET_FACT = ("ansible.builtin.set_fact", "set_fact")
 NOT_FACTS = {"cacheable"}
+# The shared mechanisms whose entry points the collection's roles call without Ansible's run-time
+# argument check (rolespec_validate: false; tests/unit/test_role_contracts.py checks those calls).
+SHARED_ROLES = ("platform", "secrets", "service", "download", "pki")
+# The strings Ansible's argument check takes for a boolean.
+_BOOLEAN_STRINGS = {"yes", "no", "true", "false", "on", "off", "1", "0", "y", "n", "t", "f", "1.0", "0.0"}
 TASK_LISTS = ("block", "rescue", "always", "tasks", "pre_tasks", "post_tasks", "handlers")
 
 
@@ -121,7 +129,8 @@ def find_undeclared(hostvars, hosts, roles_dir):
 @functools.lru_cache(maxsize=4)
 def declared_types(roles_dir=ROLES_DIR):
     """{option: 'list' | 'dict'} for the options the roles under roles_dir declare with one of these types
-    (the same in every entry point that declares them)."""
+    (the same in every entry point that declares them), and {option: 'int' | 'bool'} for those of the
+    shared mechanisms (SHARED_ROLES)."""
     types = {}
     if not os.path.isdir(roles_dir):
         return {}
@@ -130,7 +139,16 @@ def declared_types(roles_dir=ROLES_DIR):
         for spec in specs.values():
             for name, option in ((spec or {}).get("options") or {}).items():
                 types.setdefault(name, set()).add((option or {}).get("type", "str"))
-    return {name: next(iter(kinds)) for name, kinds in types.items() if len(kinds) == 1 and kinds <= {"list", "dict"}}
+    found = {name: next(iter(kinds)) for name, kinds in types.items() if len(kinds) == 1 and kinds <= {"list", "dict"}}
+    # The shared mechanisms' calls skip Ansible's run-time argument check (the unit tests check the
+    # collection's own calls): a user's value for one of their int or bool options is checked here.
+    for role in SHARED_ROLES:
+        specs = (_yaml(os.path.join(roles_dir, role, "meta", "argument_specs.yml")) or {}).get("argument_specs") or {}
+        for spec in specs.values():
+            for name, option in ((spec or {}).get("options") or {}).items():
+                if (option or {}).get("type") in ("int", "bool") and types.get(name) == {option["type"]}:
+                    found[name] = option["type"]
+    return found
 
 
 def _describe(value):
@@ -150,6 +168,12 @@ def _wrong_type(expected, value):
         return False
     if expected == "list":
         return not isinstance(value, (list, tuple))
+    if expected == "int":
+        # As Ansible's argument check converts: a whole number, or a string of one.
+        return isinstance(value, bool) or not (isinstance(value, int) or (isinstance(value, str) and re.fullmatch(r"\s*[-+]?\d+\s*", value)))
+    if expected == "bool":
+        return not (isinstance(value, bool) or value in (0, 1)
+                    or (isinstance(value, str) and value.strip().lower() in _BOOLEAN_STRINGS))
     return not isinstance(value, Mapping)
 
 
@@ -181,10 +205,15 @@ def find_wrongly_typed(hostvars, hosts, roles_dir):
             how = f"write it as a YAML list, e.g. {name}: [{items}]"
         elif expected == "list":
             how = f"write it as a YAML list (one item per '- ' line, or {name}: [a, b])"
+        elif expected == "int":
+            how = f"write a whole number, e.g. {name}: 3600"
+        elif expected == "bool":
+            how = f"write true or false, e.g. {name}: true"
         else:
             how = f"write it as a YAML mapping (one 'key: value' per line, or {name}: {{key: value}})"
+        kind = {"int": "an integer", "bool": "a boolean"}.get(expected, f"a {expected}")
         out.append({"name": name, "hosts": sorted(names), "expected": expected,
-                    "message": f"{name} must be a {expected} (the type its argument spec declares), got {described} "
+                    "message": f"{name} must be {kind} (the type its argument spec declares), got {described} "
                                f"(set for {', '.join(sorted(names))}): {how}."})
     return out
 

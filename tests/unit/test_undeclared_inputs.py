@@ -125,6 +125,24 @@ def test_a_string_for_a_list_and_a_string_or_list_for_a_dict_are_reported_by_nam
     assert "got the number 5" in by_name["docker_users"]["message"]
 
 
+def test_the_shared_mechanisms_int_and_bool_options_are_checked_as_ansible_would():
+    types = inputs.declared_types(ROLES)
+    assert types["platform_apt_cache_valid_time"] == "int" and types["platform_apt_force"] == "bool"
+    assert types["secrets_length"] == "int" and types["download_timeout"] == "int"
+    assert "spark_worker_cores" not in types  # a component role's: its own argument check runs
+    good = {"h": {"platform_apt_cache_valid_time": "600", "secrets_length": 32, "platform_apt_force": "yes",
+                  "download_timeout": 60}}
+    assert inputs.find_wrongly_typed(good, ["h"], ROLES) == []
+    bad = {"h": {"platform_apt_cache_valid_time": "soon", "platform_apt_force": "maybe", "secrets_length": True}}
+    by_name = {f["name"]: f for f in inputs.find_wrongly_typed(bad, ["h"], ROLES)}
+    assert sorted(by_name) == ["platform_apt_cache_valid_time", "platform_apt_force", "secrets_length"]
+    assert by_name["platform_apt_cache_valid_time"]["message"] == (
+        "platform_apt_cache_valid_time must be an integer (the type its argument spec declares), got the string "
+        "'soon' (set for h): write a whole number, e.g. platform_apt_cache_valid_time: 3600.")
+    assert by_name["platform_apt_force"]["message"].startswith("platform_apt_force must be a boolean")
+    assert "got the boolean True" in by_name["secrets_length"]["message"]
+
+
 def test_a_value_that_cannot_be_resolved_is_left_to_the_role():
     class Unresolvable(dict):
         def __getitem__(self, name):

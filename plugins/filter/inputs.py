@@ -170,7 +170,8 @@ def _wrong_type(expected, value):
         return not isinstance(value, (list, tuple))
     if expected == "int":
         # As Ansible's argument check converts: a whole number, or a string of one.
-        return isinstance(value, bool) or not (isinstance(value, int) or (isinstance(value, str) and re.fullmatch(r"\s*[-+]?\d+\s*", value)))
+        whole = isinstance(value, int) or (isinstance(value, str) and re.fullmatch(r"\s*[-+]?\d+\s*", value))
+        return isinstance(value, bool) or not whole
     if expected == "bool":
         return not (isinstance(value, bool) or value in (0, 1)
                     or (isinstance(value, str) and value.strip().lower() in _BOOLEAN_STRINGS))

@@ -2,6 +2,7 @@
 spec that matches them (names AND values), a README generated from both, and, for
 the component roles, a `validate` entry point that the preflight play runs."""
 
+import importlib.util
 import pathlib
 import subprocess
 import sys
@@ -216,3 +217,12 @@ def test_shared_entry_point_calls_match_their_argument_specs():
                 assert isinstance(value, wanted), f"{where}: {name} must be a {options[name].get('type', 'str')}: {value!r}"
         checked += 1
     assert checked >= 60, f"only {checked} calls of the shared entry points found"
+
+
+def test_the_preflight_checks_the_same_shared_mechanisms():
+    """Their user-settable int and bool options are checked by the preflight's first play
+    (plugins/filter/inputs.py), since their calls skip Ansible's check."""
+    spec = importlib.util.spec_from_file_location("sf_inputs_contract", ROOT / "plugins" / "filter" / "inputs.py")
+    inputs = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(inputs)
+    assert set(inputs.SHARED_ROLES) == set(SHARED_ENTRY_POINTS)

@@ -132,6 +132,9 @@ def declared_types(roles_dir=ROLES_DIR):
     (the same in every entry point that declares them), and {option: 'int' | 'bool'} for those of the
     shared mechanisms (SHARED_ROLES)."""
     types = {}
+    # The shared mechanisms' calls skip Ansible's run-time argument check (the unit tests check the
+    # collection's own calls): a user's value for one of their int or bool options is checked here.
+    shared = set()
     if not os.path.isdir(roles_dir):
         return {}
     for role in sorted(os.listdir(roles_dir)):
@@ -139,16 +142,11 @@ def declared_types(roles_dir=ROLES_DIR):
         for spec in specs.values():
             for name, option in ((spec or {}).get("options") or {}).items():
                 types.setdefault(name, set()).add((option or {}).get("type", "str"))
-    found = {name: next(iter(kinds)) for name, kinds in types.items() if len(kinds) == 1 and kinds <= {"list", "dict"}}
-    # The shared mechanisms' calls skip Ansible's run-time argument check (the unit tests check the
-    # collection's own calls): a user's value for one of their int or bool options is checked here.
-    for role in SHARED_ROLES:
-        specs = (_yaml(os.path.join(roles_dir, role, "meta", "argument_specs.yml")) or {}).get("argument_specs") or {}
-        for spec in specs.values():
-            for name, option in ((spec or {}).get("options") or {}).items():
-                if (option or {}).get("type") in ("int", "bool") and types.get(name) == {option["type"]}:
-                    found[name] = option["type"]
-    return found
+                if role in SHARED_ROLES:
+                    shared.add(name)
+    checked = {"list", "dict"}
+    return {name: next(iter(kinds)) for name, kinds in types.items()
+            if len(kinds) == 1 and kinds <= (checked | {"int", "bool"} if name in shared else checked)}
 
 
 def _describe(value):

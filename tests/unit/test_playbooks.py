@@ -94,11 +94,12 @@ def test_bake_hashes_every_role_it_applies_and_each_stops_before_settings():
         assert ends or role == "java", f"{role} has no end point for sparkfleet_bake"
 
 
-def test_only_workers_start_from_the_baked_image():
+def test_only_workers_and_gpu_workers_start_from_the_baked_image():
     lab = _yaml(PLAYBOOKS / "lab.yml")[0]
     run = next(t for t in lab["tasks"] if t["name"] == "Lab | Run one systemd container per host.")
     image = run["community.docker.docker_container"]["image"]
-    assert "provision_lab_worker_image_present" in image and "item in groups['role_worker']" in image
+    assert "provision_lab_worker_image_present" in image
+    assert "item in groups['role_worker'] + groups['role_gpu_worker'] | default([])" in image
     assert "else hostvars[item]['lab_image']" in image
 
 

@@ -153,7 +153,7 @@ def test_scenarios_and_the_lab_publish_distinct_controller_ports():
     scenarios at a time, and the suite runs beside a lab a user (or an earlier run: its containers
     restart with the engine) left up. CI once failed on a scenario publishing the lab's 8443."""
     lab = _lab_host_ports()
-    assert {2220, 2221, 2224, 8443, 8444} <= lab
+    assert {2220, 2221, 2222, 2223, 8443, 8444} <= lab
     owners = {}
     for scenario in sorted((ROOT / "molecule").glob("*/molecule.yml")):
         for platform in _yaml(scenario).get("platforms") or []:

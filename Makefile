@@ -12,12 +12,13 @@ VENV ?= .venv
 SSH_KEY := .cache/ssh/id_ed25519
 PYTHON ?= python3
 # Molecule scenarios, in the order `make molecule` runs them (scripts/molecule-lanes.sh), and
-# `lab-test` (tests/lab/run, also `make lab-test`; it also checks the hub + Swarm topology, on the
-# lab with a GPU worker added): those in SIDE_SCENARIOS (each on its own hosts and ports) run in a
-# second lane beside the others, in SCENARIOS' order, chosen so that the two lanes take about as
-# long; MOLECULE_LANES=1 runs all in one lane. One scenario: `make molecule SCENARIOS=gpu`.
-SCENARIOS ?= preflight common gpu spark_cluster spark_tarball hadoop livy mesos jupyterhub lab-test
-SIDE_SCENARIOS ?= common gpu jupyterhub lab-test
+# `lab-test` (tests/lab/run, also `make lab-test`; it also checks both notebook topologies on the
+# lab's hub, hub + Swarm then fat master, with worker-1 a GPU worker): those in SIDE_SCENARIOS (each
+# on its own hosts and ports) run in a second lane beside the others, in SCENARIOS' order, chosen so
+# that the two lanes take about as long; MOLECULE_LANES=1 runs all in one lane. One scenario:
+# `make molecule SCENARIOS=gpu`.
+SCENARIOS ?= preflight common gpu spark_cluster spark_tarball hadoop livy mesos lab-test
+SIDE_SCENARIOS ?= preflight common lab-test
 MOLECULE_LANES ?= 2
 export SCENARIOS SIDE_SCENARIOS MOLECULE_LANES
 # Scenarios whose software cannot be downloaded here: they run when their artifacts are

@@ -2,8 +2,8 @@
 # `make molecule`: the Molecule scenarios and the lab test (`lab-test`: tests/lab/run) in two
 # lanes that run at the same time.
 #   lane 1: the scenarios of $SCENARIOS not in $SIDE_SCENARIOS, in order, output as it comes;
-#   lane 2: those in $SIDE_SCENARIOS (the containers and notebooks layers: their own hosts, ports,
-#           networks and controller credentials), in order, output to a log printed when done.
+#   lane 2: those in $SIDE_SCENARIOS (each on its own hosts, ports, networks and controller
+#           credentials), in order, output to a log printed when done.
 # A converge keeps about one of this machine's two cores busy (measured: 30-45 % idle on 2 cores
 # during converges, more during the scenarios' waits for jobs, restarts and the idle culler), so two
 # lanes finish sooner than one. MOLECULE_LANES=1 runs everything in one lane, in $SCENARIOS' order.

@@ -5,6 +5,10 @@ what it observed as JSON (the Molecule verify asserts on it). Standard library o
     jupyterhub_client.py --base https://localhost:8443 --cafile ca.crt lab --user alice:pw --outsider mallory:pw
     jupyterhub_client.py ... server --user alice:pw
     jupyterhub_client.py ... github --login octo-member
+    jupyterhub_client.py --base https://hub --public https://localhost:8444 ... github --login octo-member
+(--public: the hub's public URL when this host reaches the hub at --base instead, as on the lab's
+hub, whose public URL is the controller's published port: absolute URLs under it, such as the
+OAuth callback the provider redirects to, are sent to --base.)
 """
 
 import argparse
@@ -25,15 +29,20 @@ class NoRedirect(urllib.request.HTTPRedirectHandler):
 
 
 class Session:
-    def __init__(self, base, cafile):
+    def __init__(self, base, cafile, public=None):
         self.base = base.rstrip("/")
+        self.public = (public or base).rstrip("/")
         self.jar = http.cookiejar.CookieJar()
         context = ssl.create_default_context(cafile=cafile)
         self.opener = urllib.request.build_opener(
             urllib.request.HTTPCookieProcessor(self.jar), urllib.request.HTTPSHandler(context=context), NoRedirect())
 
     def url(self, path):
-        return path if "://" in path else self.base + path
+        if "://" not in path:
+            return self.base + path
+        if path == self.public or path.startswith(self.public + "/"):
+            return self.base + path[len(self.public):]
+        return path
 
     def cookie(self, name):
         return next((c.value for c in self.jar if c.name == name), None)
@@ -151,7 +160,7 @@ def cmd_server(args):
 
 def cmd_github(args):
     out = {}
-    s = Session(args.base, args.cafile)
+    s = Session(args.base, args.cafile, args.public)
     status, headers, _body = s.request("/hub/oauth_login")
     authorize = headers.get("location", "")
     out["oauth_login"] = {"status": status, "authorize_url": authorize.split("?")[0]}
@@ -177,6 +186,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--base", required=True)
     parser.add_argument("--cafile", required=True)
+    parser.add_argument("--public", help="the hub's public URL, when it is not --base (see above)")
     sub = parser.add_subparsers(dest="command", required=True)
     lab = sub.add_parser("lab")
     lab.add_argument("--user", required=True, help="allowed user:password")

@@ -18,7 +18,7 @@ PYTHON ?= python3
 # that the two lanes take about as long; MOLECULE_LANES=1 runs all in one lane. One scenario:
 # `make molecule SCENARIOS=gpu`.
 SCENARIOS ?= preflight common gpu spark_cluster spark_tarball hadoop livy mesos lab-test
-SIDE_SCENARIOS ?= preflight common lab-test
+SIDE_SCENARIOS ?= preflight gpu lab-test
 MOLECULE_LANES ?= 2
 export SCENARIOS SIDE_SCENARIOS MOLECULE_LANES
 # Scenarios whose software cannot be downloaded here: they run when their artifacts are

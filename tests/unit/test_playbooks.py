@@ -164,4 +164,4 @@ def test_scenarios_and_the_lab_publish_distinct_controller_ports():
                 assert port not in lab, f"{scenario.parent.name} publishes the lab's port {port}"
                 assert port not in owners, f"{scenario.parent.name} and {owners.get(port)} both publish {port}"
                 owners[port] = scenario.parent.name
-    assert len(owners) >= 14
+    assert len(owners) >= 13

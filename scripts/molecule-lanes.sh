@@ -31,13 +31,18 @@ run_lane() {
   return $rc
 }
 
-# The browser tests (spark_cluster's gateway, the hub scenarios) drive Debian's headless Chromium
-# on this machine: install it once here, before the lanes could race for dpkg's lock. Without it
-# those steps are skipped with their reason.
+# The browser tests (spark_cluster's gateway, the lab test's hub) drive Debian's headless Chromium
+# on this machine: installed here when missing, in the background while the lanes start (the first
+# browser step comes many minutes later), holding the project's apt lock (scripts/apt-get.sh's)
+# from the update to the end of the install; each browser step first waits for that lock. Without
+# Chromium those steps are skipped with their reason.
 if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
-  echo "=== installing Debian's chromium and chromium-driver for the browser tests"
-  { scripts/apt-get.sh update -qq && DEBIAN_FRONTEND=noninteractive scripts/apt-get.sh install -y -qq chromium chromium-driver >/dev/null; } \
-    || echo "=== could not install chromium: the browser steps will be skipped with their reason"
+  mkdir -p .cache
+  echo "=== installing Debian's chromium and chromium-driver for the browser tests, in the background (.cache/chromium-install.log)"
+  ( flock /var/lock/sparkfleet-apt.lock bash -c 'apt-get -o DPkg::Lock::Timeout=600 update -qq \
+      && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq chromium chromium-driver' \
+      > .cache/chromium-install.log 2>&1 \
+      || echo "=== could not install chromium (.cache/chromium-install.log): the browser steps will be skipped with their reason" ) &
 fi
 
 read -r -a all <<< "${SCENARIOS:-}"

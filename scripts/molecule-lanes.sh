@@ -34,7 +34,8 @@ run_lane() {
 # The browser tests (spark_cluster's gateway, the lab test's hub) drive Debian's headless Chromium
 # on this machine: installed here when missing, in the background while the lanes start (the first
 # browser step comes many minutes later), holding the project's apt lock (scripts/apt-get.sh's)
-# from the update to the end of the install; each browser step first waits for that lock. Without
+# from the update to the end of the install; each browser step first waits for that lock
+# (tests/support/headless_chromium.py). Without
 # Chromium those steps are skipped with their reason.
 if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
   mkdir -p .cache

@@ -10,9 +10,19 @@ import base64
 import hashlib
 import pathlib
 import shutil
+import subprocess
 import sys
 
 SKIP = 77
+# make test installs Chromium in the background, holding this lock (scripts/apt-get.sh's) from
+# apt-get update to the end of the install (scripts/molecule-lanes.sh).
+APT_LOCK = "/var/lock/sparkfleet-apt.lock"
+
+
+def wait_for_apt(seconds=600):
+    """Wait (at most seconds) for an install of the project's apt-get in progress to end."""
+    if shutil.which("flock") and pathlib.Path(APT_LOCK).exists():
+        subprocess.run(["flock", "--wait", str(seconds), APT_LOCK, "true"], check=False)
 
 
 def spki_hash(cert_path):
@@ -32,6 +42,7 @@ def start(cert_path, chromium="/usr/bin/chromium", chromedriver="/usr/bin/chrome
         from selenium.webdriver.chrome.service import Service
     except ImportError as err:
         return None, f"selenium is not installed in {sys.executable}'s environment ({err})"
+    wait_for_apt()
     for path in (chromium, chromedriver):
         if not shutil.which(path):
             return None, f"{path} is missing (apt-get install chromium chromium-driver)"

@@ -33,16 +33,13 @@ run_lane() {
 
 # The browser tests (spark_cluster's gateway, the lab test's hub) drive Debian's headless Chromium
 # on this machine: installed here when missing, in the background while the lanes start (the first
-# browser step comes many minutes later), holding the project's apt lock (scripts/apt-get.sh's)
-# from the update to the end of the install; each browser step first waits for that lock
-# (tests/support/headless_chromium.py). Without
-# Chromium those steps are skipped with their reason.
+# browser step comes many minutes later), holding the project's apt lock from the update to the end
+# of the install (scripts/apt-get.sh --update-install); each browser step first waits for that lock
+# (tests/support/headless_chromium.py). Without Chromium those steps are skipped with their reason.
 if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
   mkdir -p .cache
   echo "=== installing Debian's chromium and chromium-driver for the browser tests, in the background (.cache/chromium-install.log)"
-  ( flock /var/lock/sparkfleet-apt.lock bash -c 'apt-get -o DPkg::Lock::Timeout=600 update -qq \
-      && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq chromium chromium-driver' \
-      > .cache/chromium-install.log 2>&1 \
+  ( scripts/apt-get.sh --update-install chromium chromium-driver > .cache/chromium-install.log 2>&1 \
       || echo "=== could not install chromium (.cache/chromium-install.log): the browser steps will be skipped with their reason" ) &
 fi
 

@@ -14,8 +14,8 @@ import subprocess
 import sys
 
 SKIP = 77
-# make test installs Chromium in the background, holding this lock (scripts/apt-get.sh's) from
-# apt-get update to the end of the install (scripts/molecule-lanes.sh).
+# make test installs Chromium in the background (scripts/molecule-lanes.sh), holding this lock from
+# apt-get update to the end of the install (scripts/apt-get.sh --update-install).
 APT_LOCK = "/var/lock/sparkfleet-apt.lock"
 
 

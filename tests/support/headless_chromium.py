@@ -3,11 +3,14 @@
 TLS is not switched off: Chromium accepts exactly one certificate's key
 (--ignore-certificate-errors-spki-list with the SHA-256 of its public key), so a different
 certificate still fails. When the browser cannot run here, start() gives the reason instead of a
-driver, and the caller exits SKIP (77) after printing it.
+driver; unavailable() turns that reason into the caller's exit: SKIP (77) on a workstation, but a
+failure (1) where the environment variable CI is "true" (CI sets it), because CI installs Chromium
+and selenium, so a browser test that did not run there has not passed.
 """
 
 import base64
 import hashlib
+import os
 import pathlib
 import shutil
 import subprocess
@@ -35,8 +38,16 @@ def spki_hash(cert_path):
     return base64.b64encode(hashlib.sha256(der).digest()).decode()
 
 
+def unavailable(why_not, environ=os.environ):
+    """(exit code, line to print) for a browser that cannot run here: SKIP, or a failure under CI."""
+    if environ.get("CI", "").strip().lower() == "true":
+        return 1, f"FAIL: {why_not} (CI=true: a browser test that cannot run fails instead of skipping)"
+    return SKIP, f"SKIP: {why_not}"
+
+
 def start(cert_path, chromium="/usr/bin/chromium", chromedriver="/usr/bin/chromedriver"):
-    """(driver, None), or (None, why the browser cannot run here)."""
+    """(driver, None), or (None, why the browser cannot run here). Without cert_path (a plain
+    http:// server, for a local check) no certificate is pinned."""
     try:
         from selenium import webdriver
         from selenium.webdriver.chrome.service import Service
@@ -48,8 +59,10 @@ def start(cert_path, chromium="/usr/bin/chromium", chromedriver="/usr/bin/chrome
             return None, f"{path} is missing (apt-get install chromium chromium-driver)"
     options = webdriver.ChromeOptions()
     options.binary_location = chromium
-    for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
-                 "--window-size=1400,900", f"--ignore-certificate-errors-spki-list={spki_hash(cert_path)}"):
+    flags = ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu", "--window-size=1400,900"]
+    if cert_path:
+        flags.append(f"--ignore-certificate-errors-spki-list={spki_hash(cert_path)}")
+    for flag in flags:
         options.add_argument(flag)
     try:
         return webdriver.Chrome(service=Service(chromedriver), options=options), None
@@ -61,5 +74,8 @@ def fail(driver, shot, err):
     """Keep a screenshot of what the browser showed beside shot, say what failed; returns 1."""
     failure = shot.with_name(shot.stem + "-failure.png")
     driver.save_screenshot(str(failure))
-    print(f"FAIL: {type(err).__name__}: {err}; at {driver.current_url} (title {driver.title!r}); screenshot {failure}")
+    # Selenium's own message without the driver's native stack trace that str() appends.
+    message = getattr(err, "msg", err) or "a wait ran out"
+    print(f"FAIL: {type(err).__name__}: {message}; at {driver.current_url} (title {driver.title!r}); "
+          f"screenshot {failure}")
     return 1

@@ -4,6 +4,7 @@ what it observed as JSON (the Molecule verify asserts on it). Standard library o
 
     jupyterhub_client.py --base https://localhost:8443 --cafile ca.crt lab --user alice:pw --outsider mallory:pw
     jupyterhub_client.py ... server --user alice:pw
+    jupyterhub_client.py ... home --user alice:pw --file keep-me.txt --content 'run 42' --expect journey.ipynb
     jupyterhub_client.py ... github --login octo-member
     jupyterhub_client.py --base https://hub --public https://localhost:8444 ... github --login octo-member
 (--public: the hub's public URL when this host reaches the hub at --base instead, as on the lab's
@@ -158,6 +159,84 @@ def cmd_server(args):
     return {"login": login, "status": status, "server": server, "last_activity": (who or {}).get("last_activity")}
 
 
+class TokenClient:
+    """The hub's REST API and the user's server, with an API token of the user (no cookies, no XSRF)."""
+
+    def __init__(self, session, token):
+        self.session, self.token = session, token
+
+    def call(self, method, path, payload=None):
+        body = json.dumps(payload).encode() if payload is not None else None
+        headers = {"Authorization": f"token {self.token}", "Accept": "application/json"}
+        if body is not None:
+            headers["Content-Type"] = "application/json"
+        req = urllib.request.Request(self.session.url(path), data=body, headers=headers, method=method)
+        try:
+            with self.session.opener.open(req, timeout=60) as resp:
+                status, text = resp.status, resp.read().decode("utf-8", "replace")
+        except urllib.error.HTTPError as err:
+            status, text = err.code, err.read().decode("utf-8", "replace")
+        try:
+            return status, json.loads(text) if text else None
+        except ValueError:
+            return status, None
+
+    def server(self, name):
+        _status, user = self.call("GET", f"/hub/api/users/{name}")
+        return ((user or {}).get("servers") or {}).get("")
+
+    def wait(self, name, ready, timeout):
+        """Until the default server is ready (ready=True) or gone (ready=False); the seconds it took."""
+        started = time.monotonic()
+        while time.monotonic() < started + timeout:
+            server = self.server(name)
+            if (server and server.get("ready") and not server.get("pending")) if ready else not server:
+                return round(time.monotonic() - started, 1)
+            time.sleep(2)
+        raise RuntimeError(f"{name}'s server not {'ready' if ready else 'stopped'} after {timeout} s: {self.server(name)}")
+
+    def start(self, name, timeout):
+        status, _body = self.call("POST", f"/hub/api/users/{name}/server")
+        return {"status": status, "seconds": self.wait(name, True, timeout)}
+
+    def stop(self, name, timeout):
+        status, _body = self.call("DELETE", f"/hub/api/users/{name}/server")
+        return {"status": status, "seconds": self.wait(name, False, timeout)}
+
+
+def cmd_home(args):
+    """Write a file through the server's contents API, stop the server, start it again, read the file back."""
+    out = {}
+    name, password = _user(args.user)
+    session = Session(args.base, args.cafile)
+    out["login"] = session.login(name, password)
+    status, _headers, body = session.request(
+        f"/hub/api/users/{name}/tokens", data=json.dumps({"note": "lab test: a kept home", "expires_in": 3600}).encode(),
+        headers={"Content-Type": "application/json", "Accept": "application/json"}, api=True)
+    out["token"] = {"status": status}
+    if status not in (200, 201):
+        return out
+    token = json.loads(body)
+    client = TokenClient(session, token["token"])
+    try:
+        running = client.server(name)
+        out["first_start"] = None if running and running.get("ready") else client.start(name, args.timeout)
+        contents = f"/user/{name}/api/contents"
+        status, model = client.call("PUT", f"{contents}/{args.file}",
+                                    {"type": "file", "format": "text", "content": args.content})
+        out["write"] = {"status": status, "path": (model or {}).get("path")}
+        out["expected_before"] = {f: client.call("GET", f"{contents}/{f}?content=0")[0] for f in args.expect}
+        out["stop"] = client.stop(name, args.timeout)
+        out["start"] = client.start(name, args.timeout)
+        status, model = client.call("GET", f"{contents}/{args.file}?type=file&format=text")
+        out["read"] = {"status": status, "content": (model or {}).get("content")}
+        out["same_content"] = out["read"]["content"] == args.content
+        out["expected_after"] = {f: client.call("GET", f"{contents}/{f}?content=0")[0] for f in args.expect}
+    finally:
+        client.call("DELETE", f"/hub/api/users/{name}/tokens/{token['id']}")
+    return out
+
+
 def cmd_github(args):
     out = {}
     s = Session(args.base, args.cafile, args.public)
@@ -194,10 +273,16 @@ def main():
     lab.add_argument("--timeout", type=int, default=120)
     server = sub.add_parser("server")
     server.add_argument("--user", required=True)
+    home = sub.add_parser("home")
+    home.add_argument("--user", required=True, help="user:password")
+    home.add_argument("--file", required=True, help="the file to write in the home, relative to it")
+    home.add_argument("--content", required=True)
+    home.add_argument("--expect", action="append", default=[], help="a file of the home that must be there (repeat)")
+    home.add_argument("--timeout", type=int, default=240)
     github = sub.add_parser("github")
     github.add_argument("--login", required=True)
     args = parser.parse_args()
-    result = {"lab": cmd_lab, "server": cmd_server, "github": cmd_github}[args.command](args)
+    result = {"lab": cmd_lab, "server": cmd_server, "home": cmd_home, "github": cmd_github}[args.command](args)
     json.dump(result, sys.stdout, indent=1, sort_keys=True)
     print()
 

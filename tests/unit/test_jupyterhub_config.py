@@ -17,6 +17,8 @@ from conftest import role_vars
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 ROLE = ROOT / "roles" / "jupyterhub"
 CULLER_SCOPES = {"list:users", "read:users:activity", "read:servers", "delete:servers"}
+# The users' homes on shared storage (jupyterhub_home_root's default), on by default with docker and swarm.
+HOME = {"/srv/sparkfleet/shared/home/{raw_username}": {"bind": "/home/jovyan", "mode": "rw"}}
 
 
 FACTS = {
@@ -146,6 +148,7 @@ def test_swarm_github_seed(secrets_dir):
     assert swarm["cpu_limit"] == 4.0
     assert swarm["mem_limit"] == "12G"
     assert swarm["volumes"] == {
+        **HOME,
         "/efs/CFIW-Tutorials": {"bind": "/home/jovyan/shared/CFIW-Tutorials", "mode": "ro"},
         "/efs/dataset": {"bind": "/home/jovyan/shared/dataset", "mode": "rw"},
     }
@@ -227,7 +230,7 @@ def test_docker_pam(secrets_dir):
     assert docker["network_name"] == "bridge"
     assert docker["use_internal_ip"] is True
     assert docker["remove"] is True
-    assert docker["volumes"] == {"/srv/shared": {"bind": "/home/jovyan/shared", "mode": "rw"}}
+    assert docker["volumes"] == {**HOME, "/srv/shared": {"bind": "/home/jovyan/shared", "mode": "rw"}}
     assert docker["cpu_limit"] == 2.0 and docker["mem_limit"] == "4G"
     assert "extra_resources_spec" not in docker and "SwarmSpawner" not in c.sections
     assert hub["hub_bind_url"] == "http://10.0.0.5:8081"
@@ -318,3 +321,76 @@ def test_swarm_spawner_reaches_the_server_on_its_node(secrets_dir):
         asyncio.run(spawner_class(unpublished, nodes).get_ip_and_port())
     with pytest.raises(RuntimeError, match="has no task"):
         asyncio.run(spawner_class(None, nodes).get_ip_and_port())
+
+
+class FakeUser:
+    name = "alice"
+
+
+class FakeSpawnerForHook:
+    user = FakeUser()
+    log = mock.Mock()
+
+
+class FakeHelper:
+    """What asyncio.create_subprocess_exec returns: the helper's exit status and output."""
+
+    def __init__(self, returncode, out=b"", err=b""):
+        self.returncode, self.out, self.err = returncode, out, err
+
+    async def communicate(self):
+        return self.out, self.err
+
+
+def _run_hook(hook, helper):
+    calls = []
+
+    async def fake_exec(*argv, **kwargs):
+        calls.append(argv)
+        return helper
+
+    with mock.patch("asyncio.create_subprocess_exec", fake_exec):
+        asyncio.run(hook(FakeSpawnerForHook()))
+    return calls
+
+
+@pytest.mark.parametrize(("spawner", "section"), [("swarm", "SwarmSpawner"), ("docker", "DockerSpawner")])
+def test_home_on_shared_storage_by_default(secrets_dir, spawner, section):
+    """Each user's home is <root>/<hub user name> from shared storage, read-write on the image's home, beside the
+    shared folders; the hub has it created (sudo, the one helper) before each start."""
+    c, _text = load(secrets_dir, **{**SWARM_GITHUB, "jupyterhub_spawner": spawner})
+    assert c.set(section)["volumes"] == {**HOME,
+                                         "/efs/CFIW-Tutorials": {"bind": "/home/jovyan/shared/CFIW-Tutorials", "mode": "ro"},
+                                         "/efs/dataset": {"bind": "/home/jovyan/shared/dataset", "mode": "rw"}}
+    # dockerspawner formats the host path with the hub's user name.
+    (home_source,) = [k for k, v in c.set(section)["volumes"].items() if v["bind"] == "/home/jovyan"]
+    assert home_source.format(raw_username="alice", username="alice") == "/srv/sparkfleet/shared/home/alice"
+    hook = c.set("Spawner")["pre_spawn_hook"]
+    calls = _run_hook(hook, FakeHelper(0, b"/srv/sparkfleet/shared/home/alice created\n"))
+    assert calls == [("/usr/bin/sudo", "-n", "/usr/local/sbin/sparkfleet-notebook-home", "alice")]
+
+
+def test_home_follows_the_notebook_image_user(secrets_dir):
+    c, _text = load(secrets_dir, **{**SWARM_GITHUB, "jupyterhub_volumes": []}, jupyterhub_home_root="/nfs/homes",
+                    notebook_image_user="scientist")
+    assert c.set("SwarmSpawner")["volumes"] == {"/nfs/homes/{raw_username}": {"bind": "/home/scientist", "mode": "rw"}}
+
+
+def test_home_helper_failure_stops_the_spawn_with_its_reason(secrets_dir):
+    c, _text = load(secrets_dir, **SWARM_GITHUB)
+    hook = c.set("Spawner")["pre_spawn_hook"]
+    refused = FakeHelper(2, err=b"sparkfleet-notebook-home: /srv/sparkfleet/shared/home/alice exists and is not a real directory\n")
+    with pytest.raises(RuntimeError, match="alice's home in /srv/sparkfleet/shared/home could not be prepared.*not a real directory"):
+        _run_hook(hook, refused)
+    with pytest.raises(RuntimeError, match="exit status 1"):
+        _run_hook(hook, FakeHelper(1))
+
+
+@pytest.mark.parametrize("overrides", [{"jupyterhub_home_root": ""}, {"jupyterhub_spawner": "local"}],
+                         ids=["root-empty", "local"])
+def test_no_home_volume_when_off_or_local(secrets_dir, overrides):
+    c, text = load(secrets_dir, **{**SWARM_GITHUB, **overrides})
+    for section in ("SwarmSpawner", "DockerSpawner"):
+        assert "/home/jovyan" not in [v["bind"] for v in c.set(section).get("volumes", {}).values()]
+    assert "pre_spawn_hook" not in c.set("Spawner")
+    assert "sparkfleet-notebook-home" not in text

@@ -61,9 +61,30 @@ def test_the_tag_is_the_recipes_hash_and_the_image_goes_to_the_hub_registry():
     assert image_ref(registry_address="").startswith("sparkfleet/notebook:")
 
 
-def test_kernel_points_at_the_cluster():
-    kernel = json.loads(render("kernel.json.j2", notebook_image_kernel_env={"SPARK_REMOTE": "sc://sf-master:15002"}))
-    assert kernel["env"]["SPARK_REMOTE"] == "sc://sf-master:15002"
+def test_kernel_reaches_the_clusters_spark_connect_as_the_notebooks_own_user():
+    kernel = json.loads(render("kernel.json.j2", sparkfleet_spark_remote="sc://m1:15002/;use_ssl=true"))
+    # Jupyter fills these in from the server's environment when the kernel starts: the server's own
+    # API token (revoked when it stops) and its user; no cluster-wide token is written anywhere.
+    assert kernel["env"]["SPARK_REMOTE"] == "sc://m1:15002/;use_ssl=true;token=${JUPYTERHUB_API_TOKEN};user_id=${JUPYTERHUB_USER}"
+    assert kernel["env"]["GRPC_DEFAULT_SSL_ROOTS_FILE_PATH"] == "/etc/ssl/certs/ca-certificates.crt"
+    assert kernel["display_name"] == "PySpark (cluster)"
+
+
+def test_without_spark_connect_the_kernel_gets_no_remote_and_settings_win():
+    assert json.loads(render("kernel.json.j2"))["env"] == {}
+    kernel = json.loads(render("kernel.json.j2", sparkfleet_spark_remote="sc://m1:15002/;use_ssl=true",
+                               notebook_image_kernel_env={"SPARK_REMOTE": "sc://other:15002"}))
+    assert kernel["env"]["SPARK_REMOTE"] == "sc://other:15002"
+
+
+def test_the_image_trusts_the_cluster_ca_and_its_tag_follows_it():
+    dockerfile = render("Dockerfile.j2")
+    assert "COPY cluster-ca.crt /usr/local/share/ca-certificates/sparkfleet-cluster-ca.crt" in dockerfile
+    # The CA comes after the install steps (the controller's cached copy serves every cluster).
+    assert dockerfile.index("COPY kernel.json") < dockerfile.index("COPY cluster-ca.crt")
+    ca = {"content": "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCg=="}
+    recipe = templar(__notebook_image_ca_file=ca).template(trust_as_template("{{ __notebook_image_ca }}"))
+    assert recipe.startswith("-----BEGIN CERTIFICATE-----")
 
 
 def cache_names(base_id="sha256:aaaa", **overrides):

@@ -25,16 +25,51 @@ def connect_unit(renderer, host="m1"):
     return units["spark-connect"]
 
 
-def test_the_endpoint_is_tls_with_http2_and_checks_the_token_before_the_loopback_server():
+def test_the_endpoint_is_tls_with_http2_and_asks_who_calls_before_the_loopback_server():
     site = spark().render("nginx-spark-connect.conf.j2", "m1")
     assert "listen 10.1.2.3:15002 ssl http2;" in site
     assert "ssl_certificate     /etc/ssl/sparkfleet/spark-connect.crt;" in site
     assert "ssl_certificate_key /etc/ssl/sparkfleet/spark-connect.key;" in site
-    # The token check (a root-only include) guards the only location, before the upstream.
-    assert re.search(r"location / \{\s*include /etc/spark/connect/token-check.conf;\s*grpc_pass grpc://127.0.0.1:15012;", site)
+    # Every call is checked first (auth_request), the verified name replaces the client's header of
+    # that name, and the server's own token comes from a root-only include, before the upstream.
+    assert re.search(
+        r"location / \{\s*auth_request /_sparkfleet_connect_auth;\s*"
+        r"auth_request_set \$sparkfleet_user \$upstream_http_x_sparkfleet_user;\s*"
+        r"grpc_set_header x-sparkfleet-user \$sparkfleet_user;\s*"
+        r"include /etc/spark/connect/server-auth.conf;\s*grpc_pass grpc://127.0.0.1:15012;", site)
+    # The check's location is internal (not reachable from outside) and goes to loopback only.
+    assert re.search(r"location = /_sparkfleet_connect_auth \{\s*internal;\s*proxy_pass http://127.0.0.1:15013/verify;", site)
     # No plain-text listener, no other upstream.
     assert site.count("listen ") == 1
-    assert site.count("grpc_pass") == 1 and "proxy_pass" not in site
+    assert site.count("grpc_pass ") == 1 and site.count("proxy_pass ") == 1
+
+
+def test_the_caller_check_runs_beside_the_server_and_asks_the_hub():
+    cluster = {**CLUSTER, "hub": ["h1"]}
+    renderer = RoleRenderer("spark", cluster, hostvars=MASTER_FACTS,
+                            extra={"spark_connect_enabled": True, "spark_version": "4.0.1", **TLS})
+    units = {u["name"]: u for u in renderer.value("__spark_units", "m1")}
+    auth = units["spark-connect-auth"]
+    assert auth["wanted"] in (True, "True")
+    argv = shlex.split(auth["exec_start"])
+    assert argv[:2] == ["/usr/bin/python3", "/opt/spark/plugins/connect_auth.py"]
+    assert argv[argv.index("--listen") + 1] == "127.0.0.1:15013"
+    assert argv[argv.index("--hub-url") + 1] == "https://h1"
+    assert argv[argv.index("--cafile") + 1] == "/etc/ssl/certs/ca-certificates.crt"
+    # The cluster token reaches it as the server's does: the root-only environment file.
+    assert auth["environment_files"] == ["/etc/spark/connect/server.env"]
+    assert not any("token" in a.lower() for a in argv)
+    # Without a hub, only the cluster token is accepted.
+    alone = shlex.split({u["name"]: u for u in spark().value("__spark_units", "m1")}["spark-connect-auth"]["exec_start"])
+    assert "--hub-url" not in alone
+
+
+def test_the_server_loads_the_user_check():
+    argv = shlex.split(connect_unit(spark())["exec_start"])
+    confs = dict(argv[i + 1].split("=", 1) for i, a in enumerate(argv) if a == "--conf")
+    assert confs["spark.connect.grpc.interceptor.classes"] == "org.sparkfleet.connect.VerifiedUserInterceptor"
+    assert re.fullmatch(r"/opt/spark/plugins/sparkfleet-connect-auth-[0-9a-f]{12}\.jar",
+                        argv[argv.index("--driver-class-path") + 1])
 
 
 def test_the_endpoint_follows_its_settings():

@@ -6,7 +6,7 @@ TLS is not switched off: Chromium accepts exactly the gateway's key (--ignore-ce
 spki-list with the SHA-256 of the certificate's public key), so a different certificate still
 fails. The credential is sent as the Authorization header of every request the page makes (the
 DevTools protocol), read from a file, never from argv. Exit 0 on success, 77 (with the reason on
-stdout) when the browser cannot run here, 1 on a failure.
+stdout) when the browser cannot run here (1 under CI=true, where it must run), 1 on a failure.
 
     browser_spark_ui.py --base https://10.0.0.5:8443/spark/ --cert gateway.crt --credentials cred \
         --workers sf-worker-1 sf-worker-2 --screenshot out.png
@@ -18,7 +18,7 @@ import pathlib
 import sys
 import time
 
-from headless_chromium import SKIP, fail, start
+from headless_chromium import fail, start, unavailable
 
 
 def worker_rows(driver, by):
@@ -45,8 +45,9 @@ def main():
 
     driver, why_not = start(args.cert, args.chromium, args.chromedriver)
     if driver is None:
-        print(f"SKIP: {why_not}")
-        return SKIP
+        code, line = unavailable(why_not)
+        print(line)
+        return code
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 

@@ -123,9 +123,16 @@ def cmd_lab(args):
     out["login"] = user.login(name, password)
     status, who = user.api("/user")
     out["whoami"] = {"status": status, "name": (who or {}).get("name"), "admin": (who or {}).get("admin")}
-    # Start the server as the home page's button does (GET /hub/spawn), then wait until ready.
-    status, headers, _body = user.request("/hub/spawn")
+    # Start the server as the home page's button does (GET /hub/spawn; where the hub offers sizes, it
+    # answers with its form, posted with --profile or the first size), then wait until ready.
+    status, headers, body = user.request("/hub/spawn")
     out["spawn"] = {"status": status, "location": headers.get("location")}
+    if status == 200 and 'name="profile"' in body:
+        offered = re.findall(r'name="profile" value="([^"]+)"', body)
+        form = {"profile": args.profile or offered[0], "_xsrf": user.cookie("_xsrf") or ""}
+        status, headers, _body = user.request("/hub/spawn", data=form)
+        out["spawn"] = {"status": status, "location": headers.get("location"), "offered": offered,
+                        "profile": form["profile"]}
     started, deadline, server = time.monotonic(), time.monotonic() + args.timeout, None
     while time.monotonic() < deadline:
         status, who = user.api("/user")
@@ -195,13 +202,39 @@ class TokenClient:
             time.sleep(2)
         raise RuntimeError(f"{name}'s server not {'ready' if ready else 'stopped'} after {timeout} s: {self.server(name)}")
 
-    def start(self, name, timeout):
-        status, _body = self.call("POST", f"/hub/api/users/{name}/server")
+    def start(self, name, timeout, profile=None):
+        """Start the default server; with a profile, at that size (the user_options the spawn page posts)."""
+        status, _body = self.call("POST", f"/hub/api/users/{name}/server", {"profile": profile} if profile else None)
         return {"status": status, "seconds": self.wait(name, True, timeout)}
 
     def stop(self, name, timeout):
         status, _body = self.call("DELETE", f"/hub/api/users/{name}/server")
         return {"status": status, "seconds": self.wait(name, False, timeout)}
+
+
+def user_token(session, name, note):
+    """A short-lived API token of the logged-in user (the hub's own token API)."""
+    status, _headers, body = session.request(
+        f"/hub/api/users/{name}/tokens", data=json.dumps({"note": note, "expires_in": 3600}).encode(),
+        headers={"Content-Type": "application/json", "Accept": "application/json"}, api=True)
+    return status, (json.loads(body) if status in (200, 201) else None)
+
+
+def cmd_stop(args):
+    """Stop the user's server (if it runs) and wait until it is gone."""
+    name, password = _user(args.user)
+    session = Session(args.base, args.cafile)
+    out = {"login": session.login(name, password)}
+    status, token = user_token(session, name, "lab test: stop the server")
+    out["token"] = {"status": status}
+    if not token:
+        return out
+    client = TokenClient(session, token["token"])
+    try:
+        out["stop"] = client.stop(name, args.timeout) if client.server(name) else None
+    finally:
+        client.call("DELETE", f"/hub/api/users/{name}/tokens/{token['id']}")
+    return out
 
 
 def cmd_home(args):
@@ -227,7 +260,7 @@ def cmd_home(args):
         out["write"] = {"status": status, "path": (model or {}).get("path")}
         out["expected_before"] = {f: client.call("GET", f"{contents}/{f}?content=0")[0] for f in args.expect}
         out["stop"] = client.stop(name, args.timeout)
-        out["start"] = client.start(name, args.timeout)
+        out["start"] = client.start(name, args.timeout, args.restart_profile)
         status, model = client.call("GET", f"{contents}/{args.file}?type=file&format=text")
         out["read"] = {"status": status, "content": (model or {}).get("content")}
         out["same_content"] = out["read"]["content"] == args.content
@@ -271,18 +304,23 @@ def main():
     lab.add_argument("--user", required=True, help="allowed user:password")
     lab.add_argument("--outsider", help="a valid account outside the allow-list, user:password (its checks are left out without one)")
     lab.add_argument("--timeout", type=int, default=120)
+    lab.add_argument("--profile", help="the size to choose when the hub offers its spawn page (default: the first)")
     server = sub.add_parser("server")
     server.add_argument("--user", required=True)
+    stop = sub.add_parser("stop")
+    stop.add_argument("--user", required=True, help="user:password")
+    stop.add_argument("--timeout", type=int, default=120)
     home = sub.add_parser("home")
     home.add_argument("--user", required=True, help="user:password")
     home.add_argument("--file", required=True, help="the file to write in the home, relative to it")
     home.add_argument("--content", required=True)
     home.add_argument("--expect", action="append", default=[], help="a file of the home that must be there (repeat)")
     home.add_argument("--timeout", type=int, default=240)
+    home.add_argument("--restart-profile", help="the size the server starts again at (e.g. one placed on another worker)")
     github = sub.add_parser("github")
     github.add_argument("--login", required=True)
     args = parser.parse_args()
-    result = {"lab": cmd_lab, "server": cmd_server, "home": cmd_home, "github": cmd_github}[args.command](args)
+    result = {"lab": cmd_lab, "server": cmd_server, "home": cmd_home, "stop": cmd_stop, "github": cmd_github}[args.command](args)
     json.dump(result, sys.stdout, indent=1, sort_keys=True)
     print()
 

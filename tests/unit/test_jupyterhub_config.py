@@ -3,6 +3,7 @@ templating from the role's defaults and vars, then the configuration EXECUTED ag
 stand-in for JupyterHub's `c` object, and its settings checked."""
 
 import asyncio
+import importlib.util
 import pathlib
 import sys
 import types
@@ -90,14 +91,53 @@ class FakeSwarmSpawner:
         return self.nodes[args[0]]
 
 
+    async def start(self):
+        return "started"
+
+
+class FakeDockerSpawner(FakeSwarmSpawner):
+    """Stand-in for dockerspawner.DockerSpawner."""
+
+
+class FakeHTTPError(Exception):
+    def __init__(self, status, message):
+        super().__init__(status, message)
+        self.status_code, self.log_message = status, message
+
+
 def load(secrets_dir, **overrides):
     text = render("jupyterhub_config.py.j2", __jupyterhub_secrets_dir=str(secrets_dir), **overrides)
     c = FakeConfig()
     dockerspawner = types.ModuleType("dockerspawner")
     dockerspawner.SwarmSpawner = FakeSwarmSpawner
-    with mock.patch.dict(sys.modules, {"dockerspawner": dockerspawner}):
+    dockerspawner.DockerSpawner = FakeDockerSpawner
+    tornado = types.ModuleType("tornado")
+    tornado.web = types.SimpleNamespace(HTTPError=FakeHTTPError)
+    # The role installs its module beside the configuration; here it is read from the role.
+    spec = importlib.util.spec_from_file_location("sparkfleet_profiles", ROLE / "files" / "sparkfleet_profiles.py")
+    profiles = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(profiles)
+    modules = {"dockerspawner": dockerspawner, "tornado": tornado, "tornado.web": tornado.web, "sparkfleet_profiles": profiles}
+    with mock.patch.dict(sys.modules, modules), mock.patch.object(sys, "path", list(sys.path)):
         exec(compile(text, "jupyterhub_config.py", "exec"), {"get_config": lambda: c})  # noqa: S102 - the point of the test
     return c, text
+
+
+def start(c, groups=(), admin=False, profile=None):
+    """Start a server with the configured spawner class, as the hub does after the spawn page: the
+    settings the chosen size gave it (its instance attributes)."""
+    spawner = c.set("JupyterHub")["spawner_class"](None, {})
+    spawner.user = types.SimpleNamespace(name="alice", admin=admin, groups=[types.SimpleNamespace(name=g) for g in groups])
+    spawner.user_options = {} if profile is None else {"profile": profile}
+    spawner.log = mock.Mock()
+    assert asyncio.run(spawner.start()) == "started"
+    return {k: v for k, v in vars(spawner).items() if k not in ("task", "nodes", "user", "user_options", "log")}
+
+
+def form(c, groups=(), admin=False):
+    spawner = types.SimpleNamespace(user=types.SimpleNamespace(name="alice", admin=admin,
+                                                                groups=[types.SimpleNamespace(name=g) for g in groups]))
+    return c.set("Spawner")["options_form"](spawner)
 
 
 SWARM_GITHUB = {
@@ -145,20 +185,23 @@ def test_swarm_github_seed(secrets_dir):
     assert swarm["image"] == image
     assert swarm["allowed_images"] == [image]
     assert swarm["network_name"] == "sparkfleet-notebooks"
-    assert swarm["cpu_limit"] == 4.0
-    assert swarm["mem_limit"] == "12G"
     assert swarm["volumes"] == {
         **HOME,
         "/efs/CFIW-Tutorials": {"bind": "/home/jovyan/shared/CFIW-Tutorials", "mode": "ro"},
         "/efs/dataset": {"bind": "/home/jovyan/shared/dataset", "mode": "rw"},
     }
-    # One GPU share per server, of the kind the GPU workers advertise, placed on GPU nodes.
-    assert swarm["extra_resources_spec"] == {"generic_resources": {"NVIDIA-GPU": 1}}
-    assert swarm["extra_placement_spec"] == {"constraints": ["node.role == worker", "node.labels.gpu == true"]}
+    # One size (no jupyterhub_profiles): no spawn page; each server gets the limits and one GPU share,
+    # of the kind the GPU workers advertise, placed on GPU nodes.
+    assert form(c) == ""
+    assert start(c) == {"cpu_limit": 4.0, "mem_limit": "12G",
+                        "extra_resources_spec": {"generic_resources": {"NVIDIA-GPU": 1}},
+                        "extra_placement_spec": {"constraints": ["node.role == worker", "node.labels.gpu == true"]}}
     # The hub on the manager host reaches each server on its node: the port published there (host mode).
     assert swarm["use_internal_ip"] is False
     assert swarm["port"] == 8888
     assert swarm["extra_endpoint_spec"] == {"ports": [{"TargetPort": 8888, "Protocol": "tcp", "PublishMode": "host"}]}
+    # The users' code runs without capabilities.
+    assert swarm["extra_container_spec"] == {"cap_drop": ["ALL"]}
     assert "DockerSpawner" not in c.sections
 
     # The hub's API on the host's address (the workers' containers call back), the proxy's
@@ -200,15 +243,15 @@ def test_swarm_without_gpu_reserves_nothing(secrets_dir):
     variables = {**SWARM_GITHUB, "jupyterhub_gpu_shares": 0, "jupyterhub_swarm_constraints": [],
                  "jupyterhub_gpu_kind": "AMD-GPU"}
     c, _text = load(secrets_dir, **variables)
-    swarm = c.set("SwarmSpawner")
-    assert "extra_resources_spec" not in swarm
-    assert swarm["extra_placement_spec"] == {"constraints": []}
+    started = start(c)
+    assert started["extra_resources_spec"] == {}
+    assert started["extra_placement_spec"] == {"constraints": []}
 
 
 def test_gpu_kind_follows_the_container_toolkit(secrets_dir):
     variables = {**SWARM_GITHUB, "jupyterhub_gpu_shares": 2}
     c, _text = load(secrets_dir, **variables, nvidia_container_toolkit_swarm_resource_kind="gpu.share")
-    assert c.set("SwarmSpawner")["extra_resources_spec"] == {"generic_resources": {"gpu.share": 2}}
+    assert start(c)["extra_resources_spec"] == {"generic_resources": {"gpu.share": 2}}
 
 
 def test_docker_pam(secrets_dir):
@@ -217,7 +260,8 @@ def test_docker_pam(secrets_dir):
                    jupyterhub_allowed_images=["hub1:5443/sparkfleet/notebook:1.2", "hub1:5443/sparkfleet/notebook:gpu"],
                    jupyterhub_volumes=[{"host_path": "/srv/shared", "mount_path": "/home/jovyan/shared", "mode": "rw"}])
     hub = c.set("JupyterHub")
-    assert hub["spawner_class"] == "dockerspawner.DockerSpawner"
+    assert hub["spawner_class"].__name__ == "ProfileDockerSpawner"
+    assert issubclass(hub["spawner_class"], FakeDockerSpawner)
     assert hub["authenticator_class"] == "jupyterhub.auth.PAMAuthenticator"
     assert c.set("PAMAuthenticator")["open_sessions"] is False
     assert c.set("Authenticator")["allowed_users"] == {"alice", "bob"}
@@ -230,9 +274,11 @@ def test_docker_pam(secrets_dir):
     assert docker["network_name"] == "bridge"
     assert docker["use_internal_ip"] is True
     assert docker["remove"] is True
+    assert docker["extra_host_config"] == {"cap_drop": ["ALL"], "security_opt": ["no-new-privileges"]}
     assert docker["volumes"] == {**HOME, "/srv/shared": {"bind": "/home/jovyan/shared", "mode": "rw"}}
-    assert docker["cpu_limit"] == 2.0 and docker["mem_limit"] == "4G"
-    assert "extra_resources_spec" not in docker and "SwarmSpawner" not in c.sections
+    # Limits only: GPU shares and placement are the Swarm's.
+    assert start(c) == {"cpu_limit": 2.0, "mem_limit": "4G"}
+    assert "SwarmSpawner" not in c.sections
     assert hub["hub_bind_url"] == "http://10.0.0.5:8081"
 
 
@@ -394,3 +440,28 @@ def test_no_home_volume_when_off_or_local(secrets_dir, overrides):
         assert "/home/jovyan" not in [v["bind"] for v in c.set(section).get("volumes", {}).values()]
     assert "pre_spawn_hook" not in c.set("Spawner")
     assert "sparkfleet-notebook-home" not in text
+
+
+PROFILES = [
+    {"name": "cpu", "display_name": "CPU only", "cpu_limit": 1, "mem_limit": "1G", "constraints": ["node.labels.gpu != true"]},
+    {"name": "gpu-share", "display_name": "One GPU share", "gpu_shares": 1, "groups": ["gpu-users"]},
+]
+
+
+def test_users_choose_a_size_their_groups_allow_and_the_reservation_follows(secrets_dir):
+    c, _text = load(secrets_dir, **SWARM_GITHUB, jupyterhub_profiles=PROFILES, jupyterhub_groups={"gpu-users": ["alice"]})
+    assert c.set("JupyterHub")["load_groups"] == {"gpu-users": {"users": ["alice"]}}
+    assert c.set("Spawner")["options_from_form"]({"profile": ["gpu-share"]}) == {"profile": "gpu-share"}
+    # Outside the group: one size, no page; in it: a choice of two.
+    assert form(c) == ""
+    assert 'value="gpu-share"' in form(c, groups=["gpu-users"]) and 'value="cpu"' in form(c, groups=["gpu-users"])
+    share = start(c, groups=["gpu-users"], profile="gpu-share")
+    assert share == {"cpu_limit": 4.0, "mem_limit": "12G",
+                     "extra_resources_spec": {"generic_resources": {"NVIDIA-GPU": 1}},
+                     "extra_placement_spec": {"constraints": ["node.role == worker", "node.labels.gpu == true"]}}
+    cpu = start(c, groups=["gpu-users"], profile="cpu")
+    assert cpu == {"cpu_limit": 1.0, "mem_limit": "1G", "extra_resources_spec": {},
+                   "extra_placement_spec": {"constraints": ["node.role == worker", "node.labels.gpu != true"]}}
+    # A size outside the user's groups, posted by hand, is refused at start.
+    with pytest.raises(FakeHTTPError, match="'gpu-share' is not one you may choose"):
+        start(c, profile="gpu-share")

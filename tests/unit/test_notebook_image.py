@@ -62,7 +62,8 @@ def test_the_tag_is_the_recipes_hash_and_the_image_goes_to_the_hub_registry():
 
 
 def test_kernel_reaches_the_clusters_spark_connect_as_the_notebooks_own_user():
-    kernel = json.loads(render("kernel.json.j2", sparkfleet_spark_remote="sc://m1:15002/;use_ssl=true"))
+    remote = "sc://m1:15002/;use_ssl=true;token=${JUPYTERHUB_API_TOKEN};user_id=${JUPYTERHUB_USER}"
+    kernel = json.loads(render("kernel.json.j2", sparkfleet_notebook_spark_remote=remote))
     # Jupyter fills these in from the server's environment when the kernel starts: the server's own
     # API token (revoked when it stops) and its user; no cluster-wide token is written anywhere.
     assert kernel["env"]["SPARK_REMOTE"] == "sc://m1:15002/;use_ssl=true;token=${JUPYTERHUB_API_TOKEN};user_id=${JUPYTERHUB_USER}"
@@ -72,7 +73,7 @@ def test_kernel_reaches_the_clusters_spark_connect_as_the_notebooks_own_user():
 
 def test_without_spark_connect_the_kernel_gets_no_remote_and_settings_win():
     assert json.loads(render("kernel.json.j2"))["env"] == {}
-    kernel = json.loads(render("kernel.json.j2", sparkfleet_spark_remote="sc://m1:15002/;use_ssl=true",
+    kernel = json.loads(render("kernel.json.j2", sparkfleet_notebook_spark_remote="sc://m1:15002/;use_ssl=true",
                                notebook_image_kernel_env={"SPARK_REMOTE": "sc://other:15002"}))
     assert kernel["env"]["SPARK_REMOTE"] == "sc://other:15002"
 
@@ -116,3 +117,21 @@ def test_the_controller_copy_is_the_install_steps_named_by_base_and_steps_not_by
     # Other install steps or another base image: another copy.
     assert cache_names(notebook_image_java=False)[1] != image
     assert cache_names(base_id="sha256:bbbb")[1] != image
+
+
+def test_the_playbooks_compose_the_notebooks_remote_from_the_first_masters_address():
+    """playbooks/group_vars/all/sparkfleet.yml: the endpoint by the master's address (a notebook
+    container may not resolve host names), with the notebook server's own token and user."""
+    import yaml  # pylint: disable=import-outside-toplevel
+
+    group_vars = yaml.safe_load((ROLE.parents[1] / "playbooks" / "group_vars" / "all" / "sparkfleet.yml").read_text())
+    master = {"spark_connect_enabled": True, "ansible_facts": {"default_ipv4": {"address": "10.0.0.9"}}}
+    variables = {"groups": {"spark_masters": ["m1"]}, "hostvars": {"m1": master},
+                 "sparkfleet_spark_remote": trust_as_template(group_vars["sparkfleet_spark_remote"]),
+                 "sparkfleet_notebook_spark_remote": trust_as_template(group_vars["sparkfleet_notebook_spark_remote"])}
+    t = Templar(loader=DataLoader(), variables=variables)
+    assert t.template(trust_as_template("{{ sparkfleet_notebook_spark_remote }}")) == (
+        "sc://10.0.0.9:15002/;use_ssl=true;token=${JUPYTERHUB_API_TOKEN};user_id=${JUPYTERHUB_USER}")
+    master["spark_connect_enabled"] = False
+    t = Templar(loader=DataLoader(), variables=variables)
+    assert t.template(trust_as_template("{{ sparkfleet_notebook_spark_remote }}")) == ""

@@ -38,9 +38,9 @@ def spki_hash(cert_path):
     return base64.b64encode(hashlib.sha256(der).digest()).decode()
 
 
-def unavailable(why_not, environ=os.environ):
+def unavailable(why_not, environ=None):
     """(exit code, line to print) for a browser that cannot run here: SKIP, or a failure under CI."""
-    if environ.get("CI", "").strip().lower() == "true":
+    if (os.environ if environ is None else environ).get("CI", "").strip().lower() == "true":
         return 1, f"FAIL: {why_not} (CI=true: a browser test that cannot run fails instead of skipping)"
     return SKIP, f"SKIP: {why_not}"
 

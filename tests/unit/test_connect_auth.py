@@ -29,7 +29,7 @@ class StandInHub(http.server.BaseHTTPRequestHandler):
     asked = []
 
     def do_GET(self):  # noqa: N802
-        scheme, _, token = self.headers.get("Authorization", "").partition(" ")
+        scheme, _sep, token = self.headers.get("Authorization", "").partition(" ")
         StandInHub.asked.append(token)
         if self.path != "/hub/api/user" or scheme != "token" or token not in HUB_TOKENS:
             self.send_response(403)

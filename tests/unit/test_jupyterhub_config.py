@@ -90,7 +90,6 @@ class FakeSwarmSpawner:
         assert method == "inspect_node"
         return self.nodes[args[0]]
 
-
     async def start(self):
         return "started"
 
@@ -135,8 +134,8 @@ def start(c, groups=(), admin=False, profile=None):
 
 
 def form(c, groups=(), admin=False):
-    spawner = types.SimpleNamespace(user=types.SimpleNamespace(name="alice", admin=admin,
-                                                                groups=[types.SimpleNamespace(name=g) for g in groups]))
+    user = types.SimpleNamespace(name="alice", admin=admin, groups=[types.SimpleNamespace(name=g) for g in groups])
+    spawner = types.SimpleNamespace(user=user)
     return c.set("Spawner")["options_form"](spawner)
 
 

@@ -1,4 +1,3 @@
-#!/usr/bin/python3
 """Confine what notebook containers reach (the docker role's notebook firewall).
 
 Notebook containers' traffic enters this host by a Docker bridge (docker_gwbridge for Swarm
@@ -121,7 +120,7 @@ def _listing(tool, chain):
 
 
 def apply(config, bridges):
-    for version, (tool, restore, _) in FAMILIES.items():
+    for version, (tool, restore, _unused) in FAMILIES.items():
         if _listing(tool, "INPUT") is None:
             if version == 6:
                 print(f"{tool} is not usable here; no IPv6 rules (the containers then have no IPv6 either).",
@@ -144,7 +143,7 @@ def apply(config, bridges):
 def remove():
     """Delete the jumps into our chains and the chains; prints 'removed' when there was something."""
     found = False
-    for tool, _, _ in FAMILIES.values():
+    for tool, _restore, _family in FAMILIES.values():
         for hook in ("DOCKER-USER", "FORWARD", "INPUT"):
             for chain in (FORWARD_HOOK, INPUT_HOOK):
                 while _run([tool, "-w", "-D", hook, "-j", chain]).returncode == 0:
@@ -161,8 +160,8 @@ def probe(endpoint, timeout):
     """Connect to host:port (and for http://host:port/path send a GET): open, refused, timeout or
     unreachable, with the time it took and the HTTP status line."""
     http = endpoint.startswith("http://")
-    hostport, _, path = endpoint[len("http://"):].partition("/") if http else (endpoint, "", "")
-    host, _, port = hostport.rpartition(":")
+    hostport, _sep, path = endpoint[len("http://"):].partition("/") if http else (endpoint, "", "")
+    host, _sep, port = hostport.rpartition(":")
     result = {"endpoint": endpoint}
     start = time.monotonic()
     try:
@@ -207,7 +206,7 @@ def main(argv=None):
                     missing.append(str(exc))
             bridges = sorted(bridges)
             if args.print:
-                for version, (_, restore, _) in FAMILIES.items():
+                for version, (_tool, restore, _family) in FAMILIES.items():
                     print(f"# {restore} --noflush")
                     print(payload(config, bridges, version, [("DOCKER-USER", FORWARD_HOOK), ("INPUT", INPUT_HOOK)]))
             else:

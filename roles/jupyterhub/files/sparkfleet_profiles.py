@@ -12,6 +12,7 @@ hub's configuration directory; pure functions, tested without a hub.
 
 import html
 
+
 class ProfileError(Exception):
     """The user asked for a profile they may not use (the spawn is refused with this message)."""
 

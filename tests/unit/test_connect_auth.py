@@ -1,6 +1,7 @@
 """The caller check nginx asks before each Spark Connect call (roles/spark/files/connect_auth.py),
 over real HTTP: a stand-in hub answers /hub/api/user as JupyterHub does for its tokens."""
 
+import hashlib
 import http.server
 import importlib.util
 import json
@@ -124,3 +125,14 @@ def test_an_answer_is_kept_for_the_cache_time_and_a_revoked_token_then_fails(hub
         assert verifier.user_for("Bearer alice-server-token") is None
     finally:
         HUB_TOKENS["alice-server-token"] = {"kind": "user", "name": "alice"}
+
+
+def test_an_accounts_own_token_is_that_account_only():
+    digest = hashlib.sha256(b"jupyter-token").hexdigest()
+    accounts = connect_auth.parse_accounts(f"jupyter:{digest}, ")
+    verifier = connect_auth.Verifier(CLUSTER_TOKEN, "", None, 5, accounts=accounts)
+    assert check(verifier, "Bearer jupyter-token") == (200, "jupyter")
+    assert check(verifier, "Bearer jupyter-token2") == (401, None)
+    assert check(verifier, f"Bearer {digest}") == (401, None)
+    with pytest.raises(SystemExit, match="'bob' has no SHA-256 digest"):
+        connect_auth.parse_accounts("bob:abc")

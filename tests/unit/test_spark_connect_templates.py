@@ -57,11 +57,21 @@ def test_the_caller_check_runs_beside_the_server_and_asks_the_hub():
     assert argv[argv.index("--hub-url") + 1] == "https://h1"
     assert argv[argv.index("--cafile") + 1] == "/etc/ssl/certs/ca-certificates.crt"
     # The cluster token reaches it as the server's does: the root-only environment file.
-    assert auth["environment_files"] == ["/etc/spark/connect/server.env"]
+    assert auth["environment_files"] == ["/etc/spark/connect/server.env", "/etc/spark/connect/accounts.env"]
     assert not any("token" in a.lower() for a in argv)
     # Without a hub, only the cluster token is accepted.
     alone = shlex.split({u["name"]: u for u in spark().value("__spark_units", "m1")}["spark-connect-auth"]["exec_start"])
     assert "--hub-url" not in alone
+
+
+def test_the_notebook_hosts_accounts_get_tokens_of_their_own():
+    cluster = {**CLUSTER, "notebook": ["nb1", "nb2"]}
+    hostvars = {**MASTER_FACTS, "nb1": {}, "nb2": {"notebook_host_user": "lab", "notebook_host_users": ["alice", "bob"]}}
+    renderer = RoleRenderer("spark", cluster, hostvars=hostvars, extra={"spark_connect_enabled": True, "spark_version": "4.0.1"})
+    assert renderer.value("spark_connect_user_accounts", "m1") == ["alice", "bob", "jupyter", "lab"]
+    assert spark().value("spark_connect_user_accounts", "m1") == ["jupyter"]
+    alone = RoleRenderer("spark", {"spark_masters": ["m1"], "spark_workers": ["w1"]}, hostvars=MASTER_FACTS)
+    assert alone.value("spark_connect_user_accounts", "m1") == []
 
 
 def test_the_server_loads_the_user_check():
@@ -128,7 +138,7 @@ def test_the_service_unit_reads_environment_files():
 def notebook(**extra):
     hostvars = {"m1": {"spark_connect_enabled": True, "spark_version": "4.0.1"}}
     return RoleRenderer("notebook_host", CLUSTER, hostvars=hostvars,
-                        extra={"__notebook_host_connect_token": "tok-123", **extra})
+                        extra={"__notebook_host_connect_tokens": {"jupyter": "tok-123"}, "item": "jupyter", **extra})
 
 
 def env_file(text):
@@ -143,7 +153,7 @@ def env_file(text):
 def test_the_notebook_settings_name_the_tls_endpoint_with_the_token_and_the_ca_bundle():
     settings = env_file(notebook().render("spark.env.j2", "nb1"))
     assert settings == {
-        "SPARK_REMOTE": "sc://m1:15002/;use_ssl=true;token=tok-123",
+        "SPARK_REMOTE": "sc://m1:15002/;use_ssl=true;token=tok-123;user_id=jupyter",
         "GRPC_DEFAULT_SSL_ROOTS_FILE_PATH": "/etc/ssl/certs/ca-certificates.crt",
     }
 
@@ -152,8 +162,8 @@ def test_the_notebook_reads_the_masters_connect_settings_from_the_inventory():
     renderer = RoleRenderer("notebook_host", CLUSTER,
                             hostvars={"m1": {"spark_connect_enabled": True, "spark_connect_port": 443,
                                              "spark_version": "4.0.1"}},
-                            extra={"__notebook_host_connect_token": "t"})
-    assert env_file(renderer.render("spark.env.j2", "nb1"))["SPARK_REMOTE"] == "sc://m1:443/;use_ssl=true;token=t"
+                            extra={"__notebook_host_connect_tokens": {"bob": "t"}, "item": "bob"})
+    assert env_file(renderer.render("spark.env.j2", "nb1"))["SPARK_REMOTE"] == "sc://m1:443/;use_ssl=true;token=t;user_id=bob"
     assert renderer.value("__notebook_host_pip_packages", "nb1") == ["jupyterlab==4.6.6", "pyspark-client==4.0.1"]
 
 

@@ -4,16 +4,19 @@ nginx sends the caller's "Authorization: Bearer <token>" here (GET /verify, no b
 - 200 with "X-Sparkfleet-User: <name>" when the token is a JupyterHub user's API token (each
   notebook server has its own; the hub revokes it when the server stops or the user is removed):
   the hub's /hub/api/user names its owner;
-- 200 with "X-Sparkfleet-User: *" for the cluster's Connect token (operators and the thin
-  master's notebook host: they may run as any user);
+- 200 with "X-Sparkfleet-User: <account>" for an account's own Connect token (the thin master's
+  notebook accounts, which have no hub: spark_connect_user_accounts);
+- 200 with "X-Sparkfleet-User: *" for the cluster's Connect token (operators: they may run as any
+  user);
 - 401 for anything else, 502 when the hub cannot be asked.
 nginx passes the name on to the Connect server as gRPC metadata, where the collection's
 interceptor refuses a request whose user_id is not that name (VerifiedUserInterceptor.java).
 
 A hub answer is kept for --cache-seconds (by the token's SHA-256), so a query's dozen calls cost
 one hub request; a revoked token stops working within that time. Standard library only: it runs
-with the host's python3. The cluster token comes from the environment
-(SPARK_CONNECT_AUTHENTICATE_TOKEN, the Connect server's root-only environment file), never argv.
+with the host's python3. The tokens come from the environment, never argv: the cluster token
+(SPARK_CONNECT_AUTHENTICATE_TOKEN, the Connect server's root-only environment file) and the
+accounts' tokens as SHA-256 digests (SPARKFLEET_CONNECT_ACCOUNTS=<account>:<hex digest>,...).
 """
 
 import argparse
@@ -35,8 +38,10 @@ OPERATOR = "*"
 class Verifier:
     """Maps a bearer token to the name of the user it belongs to (None: refused)."""
 
-    def __init__(self, cluster_token, hub_url, cafile, cache_seconds, ask_hub=None):
+    def __init__(self, cluster_token, hub_url, cafile, cache_seconds, ask_hub=None, accounts=None):
         self.cluster_token = cluster_token or ""
+        # {account: SHA-256 hex digest of its token}
+        self.accounts = dict(accounts or {})
         self.hub_url = (hub_url or "").rstrip("/")
         self.cache_seconds = cache_seconds
         self.context = ssl.create_default_context(cafile=cafile) if cafile else ssl.create_default_context()
@@ -51,9 +56,12 @@ class Verifier:
             return None
         if self.cluster_token and hmac.compare_digest(token.encode(), self.cluster_token.encode()):
             return OPERATOR
+        key = hashlib.sha256(token.encode()).hexdigest()
+        for account, digest in self.accounts.items():
+            if hmac.compare_digest(key, digest):
+                return account
         if not self.hub_url:
             return None
-        key = hashlib.sha256(token.encode()).hexdigest()
         now = time.monotonic()
         with self.lock:
             hit = self.cache.get(key)
@@ -80,6 +88,17 @@ class Verifier:
         if model.get("kind", "user") != "user" or not model.get("name"):
             return None
         return model["name"]
+
+
+def parse_accounts(text):
+    """{account: digest} from "<account>:<hex digest>,..." (empty: none)."""
+    accounts = {}
+    for entry in filter(None, (part.strip() for part in text.split(","))):
+        account, _sep, digest = entry.partition(":")
+        if not account or len(digest) != 64:
+            raise SystemExit(f"SPARKFLEET_CONNECT_ACCOUNTS: {account!r} has no SHA-256 digest")
+        accounts[account] = digest.lower()
+    return accounts
 
 
 def handler_for(verifier):
@@ -119,7 +138,7 @@ def main(argv=None):
     parser.add_argument("--cache-seconds", type=float, default=5.0)
     args = parser.parse_args(argv)
     verifier = Verifier(os.environ.get("SPARK_CONNECT_AUTHENTICATE_TOKEN", ""), args.hub_url, args.cafile or None,
-                        args.cache_seconds)
+                        args.cache_seconds, accounts=parse_accounts(os.environ.get("SPARKFLEET_CONNECT_ACCOUNTS", "")))
     host, _sep, port = args.listen.rpartition(":")
     server = http.server.ThreadingHTTPServer((host, int(port)), handler_for(verifier))
     server.serve_forever()

@@ -192,9 +192,10 @@ class TokenClient:
         _status, user = self.call("GET", f"/hub/api/users/{name}")
         return ((user or {}).get("servers") or {}).get("")
 
-    def wait(self, name, ready, timeout):
-        """Until the default server is ready (ready=True) or gone (ready=False); the seconds it took."""
-        started = time.monotonic()
+    def wait(self, name, ready, timeout, started=None):
+        """Until the default server is ready (ready=True) or gone (ready=False); the seconds since started
+        (default now): the hub's API answers only after up to 10 s of the spawn or stop itself."""
+        started = time.monotonic() if started is None else started
         while time.monotonic() < started + timeout:
             server = self.server(name)
             if (server and server.get("ready") and not server.get("pending")) if ready else not server:
@@ -204,12 +205,14 @@ class TokenClient:
 
     def start(self, name, timeout, profile=None):
         """Start the default server; with a profile, at that size (the user_options the spawn page posts)."""
+        started = time.monotonic()
         status, _body = self.call("POST", f"/hub/api/users/{name}/server", {"profile": profile} if profile else None)
-        return {"status": status, "seconds": self.wait(name, True, timeout)}
+        return {"status": status, "seconds": self.wait(name, True, timeout, started)}
 
     def stop(self, name, timeout):
+        started = time.monotonic()
         status, _body = self.call("DELETE", f"/hub/api/users/{name}/server")
-        return {"status": status, "seconds": self.wait(name, False, timeout)}
+        return {"status": status, "seconds": self.wait(name, False, timeout, started)}
 
 
 def user_token(session, name, note):

@@ -1,10 +1,12 @@
 #!/usr/bin/env python
 """Write each role's "Role Variables" table into its README from the role's own sources.
 
-One source per fact: a variable's default lives in defaults/main.yml, its type and
-description in meta/argument_specs.yml (entry point `main`). The table between the
-markers below is generated from those two; `--check` fails when a README is stale
-(tests/unit/test_role_contracts.py runs it).
+One source per fact: a variable's default lives in defaults/main.yml only, its type and
+description in meta/argument_specs.yml (entry point `main`, which states no `default:`;
+Ansible validates the role defaults against it, as they are among the variables the role
+gets). The table between the markers below is generated from those two: the Default column
+from defaults/main.yml, "(required)" for a required option; `--check` fails when a README is
+stale (tests/unit/test_role_contracts.py runs it).
 
     python3 scripts/role_docs.py           # rewrite the tables
     python3 scripts/role_docs.py --check   # exit 1 and name the stale READMEs

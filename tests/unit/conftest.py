@@ -1,5 +1,6 @@
-"""Shared fixtures: the repository root, plugins importable by path, and a role's defaults and vars
-as Ansible's templating sees them."""
+"""Shared fixtures and helpers: the repository root, plugins importable by path, and THE way the unit
+tests render what Ansible renders (RoleRenderer): a role's templates and variables, a playbook's
+expressions, as a play would for one host of an inventory."""
 
 import importlib.util
 import pathlib
@@ -7,7 +8,10 @@ import sys
 
 import pytest
 import yaml
-from ansible.template import trust_as_template
+from ansible.errors import AnsibleValueOmittedError
+from ansible.inventory.manager import InventoryManager
+from ansible.parsing.dataloader import DataLoader
+from ansible.template import Templar, trust_as_template
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
@@ -34,12 +38,141 @@ def trusted(value):
     return value
 
 
-def role_vars(role):
-    """A role's defaults/main.yml and vars/main.yml merged (vars win), ready for a Templar."""
-    variables = {}
-    for name in ("defaults", "vars"):
-        variables.update(trusted(yaml.safe_load((ROOT / "roles" / role / name / "main.yml").read_text())))
-    return variables
+def _role_file(role, part):
+    path = ROOT / "roles" / role / part / "main.yml"
+    return trusted(yaml.safe_load(path.read_text()) or {}) if path.exists() else {}
+
+
+def _with_dependencies(role, seen=None):
+    """The role after the roles of its meta/main.yml dependencies (theirs first, recursively), as
+    Ansible loads them: a dependency's defaults and vars are the role's too, its own win."""
+    seen = [] if seen is None else seen
+    meta = ROOT / "roles" / role / "meta" / "main.yml"
+    dependencies = (yaml.safe_load(meta.read_text()) or {}).get("dependencies") if meta.exists() else None
+    for dependency in dependencies or []:
+        name = (dependency["role"] if isinstance(dependency, dict) else dependency).rsplit(".", 1)[-1]
+        if name not in seen:
+            _with_dependencies(name, seen)
+    if role not in seen:
+        seen.append(role)
+    return seen
+
+
+def facts(vcpus=4, memory_mb=16384, address="10.0.0.5"):
+    """The facts a gathered Debian 12 host has, as much of them as the roles read."""
+    return {"processor_vcpus": vcpus, "memtotal_mb": memory_mb, "default_ipv4": {"address": address},
+            "distribution": "Debian", "distribution_major_version": "12"}
+
+
+# What RoleRenderer.value and .string give for a value that resolves to `omit`.
+OMITTED = object()
+
+_FILTERS = {}
+_PLUGIN_LOADER = []
+
+
+def _collection_filters():
+    """Every filter of plugins/filter/, by its FQCN (sparkfleet.cluster.<name>)."""
+    if not _FILTERS:
+        for path in sorted((ROOT / "plugins" / "filter").glob("*.py")):
+            module = load_plugin("filter", path.stem)
+            if hasattr(module, "FilterModule"):
+                for name, func in module.FilterModule().filters().items():
+                    _FILTERS[f"sparkfleet.cluster.{name}"] = func
+    return _FILTERS
+
+
+def _init_plugin_loader():
+    """Ansible's own plugins by FQCN (ansible.builtin.env, ansible.builtin.template, ...), once."""
+    if not _PLUGIN_LOADER:
+        from ansible.plugins.loader import init_plugin_loader  # pylint: disable=import-outside-toplevel
+
+        init_plugin_loader([])
+        _PLUGIN_LOADER.append(True)
+
+
+class RoleRenderer:
+    """Ansible's templating (its Templar) as a play runs it on one host of an inventory.
+
+    Variables, lowest precedence first, as Ansible orders them: the role's defaults/main.yml (after
+    those of the roles its meta/main.yml depends on), the host's inventory variables (`hostvars`;
+    every host gets `facts()` as ansible_facts unless given its own), the role's vars/main.yml
+    (after its dependencies'), then `extra` (as -e would). Templated values stay templates, resolved
+    lazily as Ansible does. groups['all'], hostvars, inventory_hostname and ansible_managed are set;
+    the collection's filters are there by FQCN, Ansible's own plugins by FQCN, and the role's
+    templates directory is the search path ({% include %}, lookup('ansible.builtin.template')).
+
+    role=None renders without a role: a playbook's or an inventory's expressions, with `extra`.
+    """
+
+    def __init__(self, role=None, groups=None, hostvars=None, extra=None):
+        self.base = ROOT / "roles" / role if role else ROOT
+        self.templates = self.base / "templates"
+        self.defaults, self.vars = {}, {}
+        for name in _with_dependencies(role) if role else []:
+            self.defaults.update(_role_file(name, "defaults"))
+            self.vars.update(_role_file(name, "vars"))
+        self.extra = trusted(dict(extra or {}))
+        groups = dict(groups or {})
+        hosts = sorted({h for members in groups.values() for h in members} | set(hostvars or {}))
+        self.groups = {"all": hosts, **groups}
+        self.hostvars = {h: {"inventory_hostname": h, "ansible_facts": facts()} for h in hosts}
+        for host, values in (hostvars or {}).items():
+            self.hostvars[host].update(values)
+
+    def variables(self, host=None):
+        host = host or (self.groups["all"][0] if self.groups["all"] else "localhost")
+        variables = dict(self.defaults)
+        variables.update(self.hostvars.get(host, {"ansible_facts": facts()}))
+        variables.update(self.vars)
+        variables.update(self.extra)
+        variables.update(groups=self.groups, hostvars=self.hostvars, inventory_hostname=host,
+                         ansible_managed="Ansible managed", role_path=str(self.base),
+                         ansible_search_path=[str(self.base)])
+        return variables
+
+    def templar(self, host=None):
+        _init_plugin_loader()
+        loader = DataLoader()
+        loader.set_basedir(str(self.base))
+        templar = Templar(loader=loader, variables=self.variables(host))
+        templar = templar.copy_with_new_env(searchpath=[str(self.templates)])
+        templar._engine.environment.filters.update(_collection_filters())  # pylint: disable=protected-access
+        return templar
+
+    def environment(self):
+        """The Jinja environment Ansible templates with (its own and the collection's filters), to
+        parse or compile an expression without rendering it."""
+        return self.templar()._engine.environment  # pylint: disable=protected-access
+
+    def render(self, template, host=None):
+        """The role's templates/<template>, rendered for host."""
+        return self.templar(host).template(trust_as_template((self.templates / template).read_text()))
+
+    def value(self, expression, host=None):
+        """A Jinja expression (a variable's name, a filter chain, a condition) resolved for host;
+        OMITTED where it resolves to `omit`."""
+        return self.string("{{ " + expression + " }}", host)
+
+    def string(self, value, host=None):
+        """A play's or task's value (a string, or a list or dict of them) as Ansible templates it for
+        host; OMITTED where it resolves to `omit` (the argument is left out)."""
+        try:
+            return self.templar(host).template(trusted(value))
+        except AnsibleValueOmittedError:
+            return OMITTED
+
+    def play_hosts(self, pattern):
+        """The hosts of this inventory a play's `hosts:` selects: the pattern templated (on the
+        controller), then resolved by Ansible's inventory (groups, :&, :!)."""
+        inventory = InventoryManager(loader=DataLoader(), sources=[])
+        for group, members in self.groups.items():
+            if group != "all":
+                inventory.add_group(group)
+            for host in members:
+                inventory.add_host(host, group=None if group == "all" else group)
+        inventory.reconcile_inventory()
+        return sorted(h.name for h in inventory.get_hosts(self.string(pattern, "localhost")))
 
 
 @pytest.fixture(scope="session")

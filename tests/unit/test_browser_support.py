@@ -1,14 +1,19 @@
-"""The browser tests' pure decisions (tests/support): skip or fail when no browser can run, and how
+"""The browser tests' pure decisions (tests/support): skip or fail when no browser can run (and the
+steps of the scenario and the lab test that run them fail, not skip, under CI=true), and how
 browser_jupyterlab.py reads a form, a cell's output and a saved notebook."""
 
-import pathlib
+import importlib.util
 import sys
 
 import pytest
+import yaml
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "support"))
+from conftest import ROOT, RoleRenderer
+
+sys.path.insert(0, str(ROOT / "tests" / "support"))
 
 import browser_jupyterlab as lab  # noqa: E402
+import browser_spark_ui as spark_ui  # noqa: E402
 import headless_chromium  # noqa: E402
 
 
@@ -31,9 +36,116 @@ def test_the_script_fails_under_ci_without_selenium(monkeypatch, tmp_path, capsy
     argv = ["--base", "http://127.0.0.1:1", "--no-login", "--screenshot", str(tmp_path / "s.png")]
     monkeypatch.setenv("CI", "true")
     assert lab.main(argv) == 1
+    assert capsys.readouterr().out.startswith("FAIL: selenium is not installed")
     monkeypatch.setenv("CI", "false")
     assert lab.main(argv) == headless_chromium.SKIP
     assert "SKIP: selenium is not installed" in capsys.readouterr().out
+
+
+# --- No Chromium: what the scripts answer, and what the steps that run them make of it ----------
+
+MISSING = "/nonexistent/chromium"
+
+
+def _why_not():
+    """What start() says here for a Chromium that is not installed (selenium is checked first)."""
+    if importlib.util.find_spec("selenium") is None:
+        return "selenium is not installed"
+    return f"{MISSING} is missing (apt-get install chromium chromium-driver)"
+
+
+def _run_without_chromium(script, ci, monkeypatch, capsys, tmp_path):
+    """Run a browser script (its real start()) where Chromium is missing; CI=ci (None: unset)."""
+    monkeypatch.setattr(headless_chromium, "wait_for_apt", lambda seconds=600: None)  # no install to wait for
+    if ci is None:
+        monkeypatch.delenv("CI", raising=False)
+    else:
+        monkeypatch.setenv("CI", ci)
+    browser = ["--chromium", MISSING, "--chromedriver", "/nonexistent/chromedriver", "--screenshot", str(tmp_path / "s.png")]
+    if script == "browser_jupyterlab.py":
+        rc = lab.main(["--base", "http://127.0.0.1:1", "--no-login", *browser])
+    else:
+        monkeypatch.setattr(sys, "argv", [script, "--base", "https://127.0.0.1:1/spark/", "--cert", str(tmp_path / "c.pem"),
+                                          "--credentials", str(tmp_path / "cred"), "--workers", "w1", *browser])
+        rc = spark_ui.main()
+    out = capsys.readouterr().out
+    return {"rc": rc, "stdout": out, "stdout_lines": out.splitlines(), "stderr": ""}
+
+
+SCRIPTS = ["browser_jupyterlab.py", "browser_spark_ui.py"]
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+@pytest.mark.parametrize("ci", ["true", "TRUE"])
+def test_without_chromium_a_browser_script_fails_under_ci(script, ci, monkeypatch, capsys, tmp_path):
+    result = _run_without_chromium(script, ci, monkeypatch, capsys, tmp_path)
+    assert result["rc"] == 1
+    (line,) = result["stdout_lines"]
+    assert line.startswith(f"FAIL: {_why_not()}") and "CI=true" in line
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+@pytest.mark.parametrize("ci", [None, "false", ""])
+def test_without_chromium_a_browser_script_skips_locally_and_says_why(script, ci, monkeypatch, capsys, tmp_path):
+    result = _run_without_chromium(script, ci, monkeypatch, capsys, tmp_path)
+    assert result["rc"] == headless_chromium.SKIP
+    assert result["stdout_lines"] == [f"SKIP: {_why_not()}"]
+
+
+def _task(path, name):
+    plays = yaml.safe_load(path.read_text())
+    for play in plays:
+        for task in play.get("tasks", []):
+            if task.get("name") == name:
+                return play, play["tasks"]
+    raise AssertionError(f"{path}: no task {name!r}")
+
+
+def test_the_scenarios_browser_step_fails_under_ci_without_chromium(monkeypatch, capsys, tmp_path):
+    """molecule/spark_cluster/verify_gateway.yml: the step's failed_when and message, given what
+    browser_spark_ui.py answered."""
+    _play, tasks = _task(ROOT / "molecule" / "spark_cluster" / "verify_gateway.yml",
+                         "Verify gateway | Drive headless Chromium to the master's UI through the gateway.")
+    step = next(t for t in tasks if t["name"] == "Verify gateway | Drive headless Chromium to the master's UI through the gateway.")
+    say = next(t for t in tasks if t["name"].startswith("Verify gateway | Say what the browser did"))
+
+    def judged(ci):
+        browser = _run_without_chromium("browser_spark_ui.py", ci, monkeypatch, capsys, tmp_path)
+        renderer = RoleRenderer(extra={"browser": browser, "chromium_install": {"failed": False, "msg": ""}})
+        return renderer.value(step["failed_when"]), renderer.string(say["ansible.builtin.debug"]["msg"])
+
+    failed, shown = judged("true")
+    assert failed is True
+    assert shown[0].startswith(f"FAIL: {_why_not()}")
+    failed, shown = judged(None)
+    assert failed is False
+    assert shown == [f"SKIP: {_why_not()}", "SKIPPED: the browser step did not run"]
+
+
+def test_the_lab_tests_browser_step_fails_under_ci_without_chromium(monkeypatch, capsys, tmp_path):
+    """tests/lab/hub_browser.yml: the step runs with failed_when false, then its judgement (an assert)
+    and its message, given what browser_jupyterlab.py answered."""
+    play, tasks = _task(ROOT / "tests" / "lab" / "hub_browser.yml",
+                        "Verify | The browser ran, or could not run here outside CI.")
+    judge = next(t for t in tasks if t["name"] == "Verify | The browser ran, or could not run here outside CI.")
+    say = next(t for t in tasks if t["name"].startswith("Verify | Say what the browser did"))
+
+    def judged(ci, browser=None):
+        browser = browser or _run_without_chromium("browser_jupyterlab.py", ci, monkeypatch, capsys, tmp_path)
+        renderer = RoleRenderer(extra={**play["vars"], "browser": browser})
+        conditions = judge["ansible.builtin.assert"]["that"]
+        passed = all(renderer.value(c) for c in ([conditions] if isinstance(conditions, str) else conditions))
+        return passed, renderer.string(say["ansible.builtin.debug"]["msg"])
+
+    passed, shown = judged("true")
+    assert passed is False
+    assert shown[0].startswith(f"FAIL: {_why_not()}")
+    passed, shown = judged(None)
+    assert passed is True
+    assert shown == [f"SKIP: {_why_not()}", "SKIPPED: the browser step did not run"]
+    # Even a skip (77) does not pass under CI.
+    monkeypatch.setenv("CI", "true")
+    assert judged("true", {"rc": 77, "stdout": "SKIP: x", "stdout_lines": ["SKIP: x"], "stderr": ""})[0] is False
 
 
 @pytest.mark.parametrize("value, label, own, name, matches", [

@@ -2,15 +2,16 @@
 playbook or molecule/hadoop/skipped.yml (which prints why), chosen when the playbook is loaded,
 under the same condition, so nothing is created, converged or verified when skipping."""
 
-import pathlib
+import os
 
 import pytest
 import yaml
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+from conftest import ROOT, RoleRenderer
+
 GATES = {"hadoop": ["SPARKFLEET_ARTIFACT_MIRROR"], "livy": ["SPARKFLEET_ARTIFACT_MIRROR"],
          "mesos": ["SPARKFLEET_MESOS_URL", "SPARKFLEET_MESOS_CHECKSUM"]}
-REAL = {"create": "/playbooks/create.yml", "converge": "converge_layers.yml"}
+REAL = {"converge": "converge_layers.yml"}
 VERIFY = {"hadoop": "verify_yarn.yml", "livy": "verify_livy.yml", "mesos": "verify_mesos.yml"}
 
 
@@ -21,30 +22,60 @@ def _step(scenario, step):
     return path, yaml.safe_load(path.read_text())
 
 
+def _chosen(play, path, monkeypatch, given):
+    """The playbook the step imports when the environment has the gates in `given` (and no other)."""
+    for gate in {g for gates in GATES.values() for g in gates}:
+        if gate in given:
+            monkeypatch.setenv(gate, "https://artifacts.example/x" if gate.endswith("URL") else "sha256:" + "0" * 64)
+        else:
+            monkeypatch.delenv(gate, raising=False)
+    chosen = RoleRenderer(extra=play["vars"]).string(play["ansible.builtin.import_playbook"], "localhost").strip()
+    return (path.parent / chosen).resolve()
+
+
+@pytest.fixture(name="molecule_docker")
+def fixture_molecule_docker(tmp_path, monkeypatch):
+    """create.yml asks python3 where molecule-plugins' docker driver is: here, a python3 that answers
+    a directory holding its playbooks/create.yml."""
+    driver = tmp_path / "molecule_plugins" / "docker"
+    (driver / "playbooks").mkdir(parents=True)
+    (driver / "playbooks" / "create.yml").write_text("---\n")
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "python3").write_text(f"#!/bin/sh\necho {driver}\n")
+    (tmp_path / "bin" / "python3").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}:{os.environ['PATH']}")
+    return driver
+
+
 @pytest.mark.parametrize("scenario", sorted(GATES))
 @pytest.mark.parametrize("step", ["create", "converge", "verify"])
-def test_each_step_imports_the_real_playbook_or_the_reason(scenario, step):
+def test_each_step_imports_the_real_playbook_or_the_reason(scenario, step, monkeypatch, molecule_docker):
     path, plays = _step(scenario, step)
     (play,) = plays
     assert set(play) == {"name", "ansible.builtin.import_playbook", "vars"}
-    choice = play["ansible.builtin.import_playbook"]
-    for gate in GATES[scenario]:
-        assert f"lookup('ansible.builtin.env', '{gate}') | length > 0" in choice
-    real = REAL.get(step, VERIFY[scenario])
-    assert real in choice.split(" if ")[0]
-    skipped = choice.rsplit("else", 1)[1].strip(" '}\n")
-    assert (path.parent / skipped).resolve() == ROOT / "molecule" / "hadoop" / "skipped.yml"
+    skipped = ROOT / "molecule" / "hadoop" / "skipped.yml"
+    # Every gate given: the real playbook, which exists.
+    real = _chosen(play, path, monkeypatch, GATES[scenario])
+    if step == "create":
+        assert real == molecule_docker / "playbooks" / "create.yml"
+    else:
+        assert real.name == REAL.get(step, VERIFY[scenario])
+    assert real.is_file(), real
+    # Any gate missing: skipped.yml, told which step and why (the gates named).
+    for missing in GATES[scenario]:
+        assert _chosen(play, path, monkeypatch, set(GATES[scenario]) - {missing}) == skipped
+    assert _chosen(play, path, monkeypatch, set()) == skipped
     assert play["vars"]["skip_step"] == step
     for gate in GATES[scenario]:
         assert gate in play["vars"]["skip_reason"]
-    # The real playbook exists (relative to the step's directory).
-    if step != "create":
-        target = choice.split(" if ")[0].strip(" {}()'\n")
-        assert (path.parent / target).is_file(), target
 
 
-def test_the_skip_playbook_prints_and_touches_no_host():
+def test_the_skip_playbook_prints_and_touches_no_host(monkeypatch):
     (play,) = yaml.safe_load((ROOT / "molecule" / "hadoop" / "skipped.yml").read_text())
     assert play["hosts"] == "localhost" and play["gather_facts"] is False
     (task,) = play["tasks"]
-    assert "SKIPPED" in task["ansible.builtin.debug"]["msg"] and "skip_reason" in task["ansible.builtin.debug"]["msg"]
+    assert set(task) == {"name", "ansible.builtin.debug"}
+    monkeypatch.setenv("MOLECULE_SCENARIO_NAME", "livy")
+    message = RoleRenderer(extra={"skip_step": "converge", "skip_reason": "SPARKFLEET_ARTIFACT_MIRROR is not set."}).string(
+        task["ansible.builtin.debug"]["msg"], "localhost")
+    assert message.startswith("SKIPPED molecule/livy converge: SPARKFLEET_ARTIFACT_MIRROR is not set.")

@@ -2,7 +2,7 @@
 
 import pytest
 
-from test_cluster_manager_rendering import RoleRenderer
+from conftest import RoleRenderer
 
 GROUPS = {"spark_masters": ["m1"], "spark_workers": ["w1"], "gpu_workers": [], "mesos_masters": ["m1"],
           "mesos_agents": ["w1"], "yarn_resourcemanagers": ["m1"], "yarn_nodemanagers": ["w1"]}

@@ -12,7 +12,7 @@ import urllib.request
 
 import pytest
 
-from test_cluster_manager_rendering import ROOT
+from conftest import ROOT
 
 spec = importlib.util.spec_from_file_location("connect_auth", ROOT / "roles" / "spark" / "files" / "connect_auth.py")
 connect_auth = importlib.util.module_from_spec(spec)

@@ -1,8 +1,11 @@
 """The hadoop role's configuration, rendered from its own defaults for several inventories and parsed."""
 
+import configparser
+import xml.etree.ElementTree as ET
+
 import pytest
 
-from test_cluster_manager_rendering import RoleRenderer, ini_sections, xml_properties
+from conftest import RoleRenderer
 
 DRC = "org.apache.hadoop.yarn.util.resource.DominantResourceCalculator"
 LCE = "org.apache.hadoop.yarn.server.nodemanager.LinuxContainerExecutor"
@@ -10,6 +13,24 @@ LCE = "org.apache.hadoop.yarn.server.nodemanager.LinuxContainerExecutor"
 CPU_ONLY = {"hdfs_namenodes": ["m1"], "yarn_resourcemanagers": ["m1"], "hdfs_datanodes": ["w1", "w2"],
             "yarn_nodemanagers": ["w1", "w2"], "gpu_workers": []}
 WITH_GPU = dict(CPU_ONLY, gpu_workers=["g1"], hdfs_datanodes=["w1", "g1"], yarn_nodemanagers=["w1", "g1"])
+
+
+def xml_properties(text):
+    """A Hadoop *-site.xml as a dict; a property set twice fails."""
+    props = {}
+    for prop in ET.fromstring(text.encode()).findall("property"):
+        name, value = prop.findtext("name"), prop.findtext("value")
+        assert name not in props, f"{name} set twice"
+        props[name] = value
+    return props
+
+
+def ini_sections(text):
+    """container-executor.cfg: top-level keys under section '', then [gpu], [cgroups], ..."""
+    parser = configparser.ConfigParser(interpolation=None, strict=True)
+    parser.optionxform = str
+    parser.read_string("[top]\n" + text)
+    return {("" if s == "top" else s): dict(parser[s]) for s in parser.sections()}
 
 
 def render(groups, template, host, **kwargs):

@@ -1,34 +1,27 @@
-"""The jupyterhub role's jupyterhub_config.py and nginx site: rendered with Ansible's own
-templating from the role's defaults and vars, then the configuration EXECUTED against a
-stand-in for JupyterHub's `c` object, and its settings checked."""
+"""The jupyterhub role's jupyterhub_config.py and nginx site: rendered from the role's defaults and
+vars with the shared RoleRenderer, then the configuration EXECUTED against a stand-in for
+JupyterHub's `c` object, and its settings checked."""
 
 import asyncio
 import importlib.util
-import pathlib
 import sys
 import types
 from unittest import mock
 
 import pytest
 import yaml
-from ansible.parsing.dataloader import DataLoader
-from ansible.template import Templar, trust_as_template
-from conftest import role_vars
+from conftest import ROOT, RoleRenderer
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
 ROLE = ROOT / "roles" / "jupyterhub"
 CULLER_SCOPES = {"list:users", "read:users:activity", "read:servers", "delete:servers"}
 # The users' homes on shared storage (jupyterhub_home_root's default), on by default with docker and swarm.
 HOME = {"/srv/sparkfleet/shared/home/{raw_username}": {"bind": "/home/jovyan", "mode": "rw"}}
 
 
-FACTS = {
-    "ansible_managed": "Ansible managed",
-    "inventory_hostname": "hub1",
-    "groups": {"hub": ["hub1"]},
-    "ansible_facts": {"fqdn": "hub1.example.org", "default_ipv4": {"address": "10.0.0.5"},
-                      "all_ipv6_addresses": []},
-}
+# The hub host and its facts.
+GROUPS = {"hub": ["hub1"]}
+HOSTVARS = {"hub1": {"ansible_facts": {"fqdn": "hub1.example.org", "default_ipv4": {"address": "10.0.0.5"},
+                                       "all_ipv6_addresses": []}}}
 
 
 class Section:
@@ -60,10 +53,7 @@ class FakeConfig:
 
 
 def render(name, **overrides):
-    variables = dict(role_vars("jupyterhub"), **FACTS)
-    variables.update(overrides)
-    templar = Templar(loader=DataLoader(), variables=variables)
-    return templar.template(trust_as_template((ROLE / "templates" / name).read_text()))
+    return RoleRenderer("jupyterhub", GROUPS, hostvars=HOSTVARS, extra=overrides).render(name, "hub1")
 
 
 @pytest.fixture()
@@ -342,13 +332,32 @@ def test_proxy_service_serves_tls_itself_in_native_mode():
     assert args["--default-target"] == "http://127.0.0.1:8081"
 
 
-def test_no_dummy_authenticator_and_no_open_signup():
-    spec = yaml.safe_load((ROLE / "meta" / "argument_specs.yml").read_text())["argument_specs"]["main"]["options"]
-    assert set(spec["jupyterhub_authenticator"]["choices"]) == {"github", "pam"}
-    assert spec["jupyterhub_github_client_secret"].get("no_log") is True
-    template = (ROLE / "templates" / "jupyterhub_config.py.j2").read_text()
-    for forbidden in ("DummyAuthenticator", "allow_all = True", "open_signup", "0.0.0.0:{{ jupyterhub_proxy_api_port"):
-        assert forbidden not in template
+SPEC = yaml.safe_load((ROLE / "meta" / "argument_specs.yml").read_text())["argument_specs"]["main"]["options"]
+
+
+def test_only_real_authenticators_can_be_chosen():
+    assert set(SPEC["jupyterhub_authenticator"]["choices"]) == {"github", "pam"}
+    assert SPEC["jupyterhub_github_client_secret"].get("no_log") is True
+
+
+@pytest.mark.parametrize("tls_mode", SPEC["jupyterhub_tls_mode"]["choices"])
+@pytest.mark.parametrize("spawner", SPEC["jupyterhub_spawner"]["choices"])
+@pytest.mark.parametrize("authenticator", SPEC["jupyterhub_authenticator"]["choices"])
+def test_no_dummy_authenticator_no_open_signup_and_the_proxy_api_on_loopback(secrets_dir, authenticator, spawner,
+                                                                             tls_mode):
+    """Whatever the choices, the configuration JupyterHub runs lets nobody in unchecked: a real
+    authenticator, nobody allowed by default, no self sign-up; the proxy's API on loopback only."""
+    settings = {**SWARM_GITHUB, "jupyterhub_authenticator": authenticator, "jupyterhub_spawner": spawner,
+                "jupyterhub_tls_mode": tls_mode}
+    c, _text = load(secrets_dir, **settings)
+    authenticator_class = c.set("JupyterHub")["authenticator_class"]
+    assert authenticator_class in ("oauthenticator.github.GitHubOAuthenticator", "jupyterhub.auth.PAMAuthenticator")
+    assert not [name for name in c.sections if "Dummy" in name]
+    assert c.set("Authenticator").get("allow_all") is False
+    assert not [name for name, section in c.sections.items() if "open_signup" in section.values]
+    assert c.set("ConfigurableHTTPProxy")["api_url"] == "http://127.0.0.1:8001"
+    _command, args = _proxy_args(render("configurable-http-proxy.sh.j2", **settings))
+    assert args["--api-ip"] == "127.0.0.1"
 
 
 def test_swarm_spawner_reaches_the_server_on_its_node(secrets_dir):

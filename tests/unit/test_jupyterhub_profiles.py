@@ -5,7 +5,7 @@ import importlib.util
 
 import pytest
 
-from test_cluster_manager_rendering import ROOT
+from conftest import ROOT
 
 spec = importlib.util.spec_from_file_location("sparkfleet_profiles", ROOT / "roles" / "jupyterhub" / "files" / "sparkfleet_profiles.py")
 profiles = importlib.util.module_from_spec(spec)

@@ -4,9 +4,24 @@ import re
 
 import pytest
 
-from test_cluster_manager_rendering import RoleRenderer, hocon_properties
+from conftest import RoleRenderer
 
 CLUSTER = {"spark_masters": ["m1"], "spark_workers": ["w1", "w2"], "livy": ["m1"]}
+
+
+def hocon_properties(text):
+    """livy.conf: `key = value` lines (the subset of HOCON Livy's templates use); a key set twice fails."""
+    props = {}
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        key, sep, value = line.partition("=")
+        assert sep, f"not a property: {line!r}"
+        key = key.strip()
+        assert key not in props, f"{key} set twice"
+        props[key] = value.strip()
+    return props
 
 
 def conf(**extra):

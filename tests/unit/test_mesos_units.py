@@ -1,6 +1,6 @@
 """The mesos role's daemons and ZooKeeper ensemble, rendered from its own defaults."""
 
-from test_cluster_manager_rendering import RoleRenderer
+from conftest import RoleRenderer
 
 SINGLE = {"mesos_masters": ["m1"], "mesos_agents": ["w1", "w2"]}
 HA = {"mesos_masters": ["m1", "m2", "m3"], "mesos_agents": ["w1"]}

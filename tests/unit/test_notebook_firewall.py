@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from test_cluster_manager_rendering import ROOT, RoleRenderer, facts
+from conftest import ROOT, RoleRenderer, facts
 
 SCRIPT = ROOT / "roles" / "docker" / "files" / "notebook_firewall.py"
 GROUPS = {"spark_masters": ["m1"], "spark_workers": ["w1", "w2"], "swarm_workers": ["w1", "w2"],

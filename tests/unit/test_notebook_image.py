@@ -1,26 +1,17 @@
-"""The notebook_image role's recipe (Dockerfile and kernel), rendered with Ansible's own templating
-from the role's defaults and vars: what goes into the image, and that the tag follows the recipe."""
+"""The notebook_image role's recipe (Dockerfile and kernel), rendered from the role's defaults and
+vars with the shared RoleRenderer: what goes into the image, and that the tag follows the recipe."""
 import json
-import pathlib
 
-from ansible.parsing.dataloader import DataLoader
-from ansible.template import Templar, trust_as_template
-from conftest import role_vars
-
-ROLE = pathlib.Path(__file__).resolve().parents[2] / "roles" / "notebook_image"
+import yaml
+from conftest import ROOT, RoleRenderer
 
 
-def templar(**overrides):
-    variables = {"ansible_managed": "Ansible managed", "groups": {"hub": ["hub1"]}, "registry_address": "hub1:5000"}
-    variables.update(role_vars("notebook_image"))
-    variables.update(overrides)
-    loader = DataLoader()
-    loader.set_basedir(str(ROLE))
-    return Templar(loader=loader, variables=variables)
+def role(**overrides):
+    return RoleRenderer("notebook_image", {"hub": ["hub1"]}, extra={"registry_address": "hub1:5000", **overrides})
 
 
 def render(name, **overrides):
-    return templar(**overrides).template(trust_as_template((ROLE / "templates" / name).read_text()))
+    return role(**overrides).render(name, "hub1")
 
 
 def test_default_recipe_is_the_full_pyspark_with_a_jre_from_the_base_image():
@@ -28,7 +19,9 @@ def test_default_recipe_is_the_full_pyspark_with_a_jre_from_the_base_image():
     assert dockerfile.splitlines()[2] == "FROM sparkfleet/debian12-systemd:latest"
     assert '"pyspark==3.5.8"' in dockerfile
     assert "openjdk-17-jre-headless" in dockerfile
-    assert '"jupyterhub==5.3.0"' in dockerfile and '"jupyterlab==4.4.9"' in dockerfile
+    # The single-user server speaks its hub's API: the hub's JupyterHub, as the jupyterhub role installs it.
+    hub = RoleRenderer("jupyterhub", {"hub": ["hub1"]}).value("jupyterhub_version", "hub1")
+    assert f'"jupyterhub=={hub}"' in dockerfile and '"jupyterlab==4.4.9"' in dockerfile
     # pip trusts the system store (the site's extra CAs), not certifi's bundle.
     assert "PIP_CERT=/etc/ssl/certs/ca-certificates.crt" in dockerfile
     assert 'CMD ["jupyterhub-singleuser"]' in dockerfile
@@ -43,11 +36,9 @@ def test_spark_connect_client_recipe_has_no_jvm():
 
 
 def image_ref(**overrides):
-    """__notebook_image_ref as the role computes it, from the recipe rendered with these variables
-    (the role renders the templates with a lookup; here they are rendered directly)."""
-    recipe = {"__notebook_image_dockerfile": render("Dockerfile.j2", **overrides),
-              "__notebook_image_kernel": render("kernel.json.j2", **overrides)}
-    return templar(**overrides, **recipe).template(trust_as_template("{{ __notebook_image_ref }}"))
+    """__notebook_image_ref as the role computes it, from the recipe its template lookups render
+    with these variables."""
+    return role(**overrides).value("__notebook_image_ref", "hub1")
 
 
 def test_the_tag_is_the_recipes_hash_and_the_image_goes_to_the_hub_registry():
@@ -84,24 +75,17 @@ def test_the_image_trusts_the_cluster_ca_and_its_tag_follows_it():
     # The CA comes after the install steps (the controller's cached copy serves every cluster).
     assert dockerfile.index("COPY kernel.json") < dockerfile.index("COPY cluster-ca.crt")
     ca = {"content": "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCg=="}
-    recipe = templar(__notebook_image_ca_file=ca).template(trust_as_template("{{ __notebook_image_ca }}"))
+    recipe = role(__notebook_image_ca_file=ca).value("__notebook_image_ca", "hub1")
     assert recipe.startswith("-----BEGIN CERTIFICATE-----")
 
 
 def cache_names(base_id="sha256:aaaa", **overrides):
     """The controller copy's image name and archive (notebook_image_controller_cache), as the role
     computes them from the rendered recipe and the base image's ID on the hub."""
-    recipe = {"__notebook_image_dockerfile": render("Dockerfile.j2", **overrides),
-              "__notebook_image_kernel": render("kernel.json.j2", **overrides),
-              "__notebook_image_base_on_hub": {"images": [{"Id": base_id}]},
-              "sparkfleet_download_cache_dir": "/cache"}
-    # The archive's directory falls back on a lookup (the controller's HOME): builtin plugins by FQCN.
-    from ansible.plugins.loader import init_plugin_loader  # pylint: disable=import-outside-toplevel
-    init_plugin_loader([])
-    t = templar(**overrides, **recipe)
-    return tuple(t.template(trust_as_template(f"{{{{ {name} }}}}"))
-                 for name in ("__notebook_image_install_steps", "__notebook_image_cache_image",
-                              "__notebook_image_cache_archive"))
+    renderer = role(**overrides, __notebook_image_base_on_hub={"images": [{"Id": base_id}]},
+                    sparkfleet_download_cache_dir="/cache")
+    return tuple(renderer.value(name, "hub1") for name in ("__notebook_image_install_steps", "__notebook_image_cache_image",
+                                                           "__notebook_image_cache_archive"))
 
 
 def test_the_controller_copy_is_the_install_steps_named_by_base_and_steps_not_by_the_kernel():
@@ -122,16 +106,13 @@ def test_the_controller_copy_is_the_install_steps_named_by_base_and_steps_not_by
 def test_the_playbooks_compose_the_notebooks_remote_from_the_first_masters_address():
     """playbooks/group_vars/all/sparkfleet.yml: the endpoint by the master's address (a notebook
     container may not resolve host names), with the notebook server's own token and user."""
-    import yaml  # pylint: disable=import-outside-toplevel
+    group_vars = yaml.safe_load((ROOT / "playbooks" / "group_vars" / "all" / "sparkfleet.yml").read_text())
 
-    group_vars = yaml.safe_load((ROLE.parents[1] / "playbooks" / "group_vars" / "all" / "sparkfleet.yml").read_text())
-    master = {"spark_connect_enabled": True, "ansible_facts": {"default_ipv4": {"address": "10.0.0.9"}}}
-    variables = {"groups": {"spark_masters": ["m1"]}, "hostvars": {"m1": master},
-                 "sparkfleet_spark_remote": trust_as_template(group_vars["sparkfleet_spark_remote"]),
-                 "sparkfleet_notebook_spark_remote": trust_as_template(group_vars["sparkfleet_notebook_spark_remote"])}
-    t = Templar(loader=DataLoader(), variables=variables)
-    assert t.template(trust_as_template("{{ sparkfleet_notebook_spark_remote }}")) == (
-        "sc://10.0.0.9:15002/;use_ssl=true;token=${JUPYTERHUB_API_TOKEN};user_id=${JUPYTERHUB_USER}")
-    master["spark_connect_enabled"] = False
-    t = Templar(loader=DataLoader(), variables=variables)
-    assert t.template(trust_as_template("{{ sparkfleet_notebook_spark_remote }}")) == ""
+    def remote(connect_enabled):
+        master = {"spark_connect_enabled": connect_enabled, "ansible_facts": {"default_ipv4": {"address": "10.0.0.9"}}}
+        inventory = RoleRenderer(groups={"spark_masters": ["m1"], "hub": ["hub1"]}, hostvars={"m1": master},
+                                 extra=group_vars)
+        return inventory.value("sparkfleet_notebook_spark_remote", "hub1")
+
+    assert remote(True) == "sc://10.0.0.9:15002/;use_ssl=true;token=${JUPYTERHUB_API_TOKEN};user_id=${JUPYTERHUB_USER}"
+    assert remote(False) == ""

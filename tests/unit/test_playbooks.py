@@ -1,11 +1,13 @@
-"""The playbooks' structure: layers, preflight, component groups, FQCN roles."""
+"""The playbooks' structure: layers, preflight, component groups, FQCN roles; their expressions
+rendered (and their host patterns resolved) with the shared RoleRenderer."""
 
-import pathlib
-import re
+import warnings
 
 import yaml
+from jinja2 import nodes
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+from conftest import OMITTED, ROOT, RoleRenderer
+
 PLAYBOOKS = ROOT / "playbooks"
 
 
@@ -30,49 +32,130 @@ def test_preflight_runs_every_layer_of_site_in_order():
     assert all(p.get("vars", {}).get("sparkfleet_preflight") is True for p in preflight if "ansible.builtin.import_playbook" in p)
 
 
+COMPONENT_GROUPS = set(yaml.safe_load((ROOT / "inventories" / "components.yml").read_text()))
+# One host in each component group (and one in none), and the group a run is narrowed to
+# (replace_worker.yml's): a replaced worker and a master that keeps its membership.
+INVENTORY = {group: [f"{group}-1"] for group in sorted(COMPONENT_GROUPS)}
+NARROWED = ["spark_workers-1", "spark_masters-1"]
+
+
+def _inventory(swarm=True, **extra):
+    groups = {g: hosts for g, hosts in INVENTORY.items() if swarm or g != "swarm_managers"}
+    return RoleRenderer(groups={**groups, "sparkfleet_replace_converge": NARROWED}, hostvars={"stranger": {}},
+                        extra=extra)
+
+
 def test_layer_plays_read_only_in_preflight_and_target_component_groups():
-    known = set(yaml.safe_load((ROOT / "inventories" / "components.yml").read_text()))
     for layer in _imports("site.yml")[1:]:
         for play in _yaml(PLAYBOOKS / layer):
+            where = f"{layer}: {play['name']}"
             if play["hosts"] == "localhost":
                 # A layer may say something on the controller (why it does nothing); it changes nothing.
                 assert "roles" not in play and play["become"] is False and play["connection"] == "local"
-                assert all(set(t) & {"ansible.builtin.debug"} for t in play["tasks"]), f"{layer}: {play['name']}"
+                assert all(set(t) & {"ansible.builtin.debug"} for t in play["tasks"]), where
                 continue
-            assert "sparkfleet_preflight" in str(play["become"]), f"{layer}: become must be off in preflight"
-            assert play["name"].endswith("{{ ' | preflight' if sparkfleet_preflight | default(false) else '' }}")
+            # The preflight pass reads only: no privilege, and the play says it is the preflight.
+            run, preflight = _inventory(), _inventory(sparkfleet_preflight=True)
+            assert run.string(play["become"], "localhost") is True, where
+            assert preflight.string(play["become"], "localhost") is False, where
+            assert preflight.string(play["name"], "localhost") == run.string(play["name"], "localhost") + " | preflight"
+            # The play's hosts are component groups (or all of them).
+            pattern = run.string(play["hosts"], "localhost")
+            named = {g.lstrip("&!") for g in pattern.split(":")} - {"all"}
+            assert named <= COMPONENT_GROUPS, f"{where} targets {named - COMPONENT_GROUPS}, not component groups"
+            selected = set(run.play_hosts(play["hosts"]))
+            assert selected, f"{where} selects no host of a full inventory"
             # Every layer play can be narrowed to one group (replace_worker.yml converges only the
             # replacement and the hosts that keep membership); the default is every host.
-            suffix = ":&{{ sparkfleet_run_group | default('all') }}"
-            assert play["hosts"].endswith(suffix), f"{layer}: {play['hosts']} does not end with {suffix}"
-            # A layer that belongs to one topology lists its groups only when the inventory has it.
-            pattern = play["hosts"][: -len(suffix)]
-            chosen = re.fullmatch(r"\{\{ '([a-z_:]+)' if groups\['([a-z_]+)'\] \| default\(\[\]\) \| length > 0 else 'localhost:!localhost' \}\}",
-                                  pattern)
-            if chosen:
-                pattern = chosen.group(1)
-                assert chosen.group(2) in known
-            groups = {g for g in pattern.split(":") if g != "all"}
-            assert groups <= known, f"{layer} targets {groups - known}, not component groups"
+            narrowed = _inventory(sparkfleet_run_group="sparkfleet_replace_converge").play_hosts(play["hosts"])
+            assert set(narrowed) == selected & set(NARROWED), where
+            # A layer that belongs to one topology (the Swarm's) targets no host when the inventory has
+            # none of it; the other plays stay as they are.
+            without = _inventory(swarm=False)
+            if without.string(play["hosts"], "localhost") != pattern:
+                assert without.play_hosts(play["hosts"]) == [], where
             for role in play.get("roles", []):
                 assert role["role"].startswith("sparkfleet.cluster."), role
                 assert role.get("tags"), f"{layer}: {role['role']} has no tag"
 
 
-def test_no_playbook_uses_the_old_group_names():
-    for path in list(PLAYBOOKS.glob("*.yml")) + list((ROOT / "roles").rglob("*.yml")) + list((ROOT / "molecule").rglob("*.yml")):
-        text = path.read_text()
-        for old in ("groups['masters']", "groups['workers']", "hosts: masters", "hosts: workers", "[masters]", "[workers]"):
-            assert old not in text, f"{path.relative_to(ROOT)} still uses {old}"
+CONDITIONS = ("when", "that", "failed_when", "changed_when", "until")
+JINJA = RoleRenderer().environment()
+
+
+def _parse(template):
+    """The template as Ansible's Jinja parses it."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # a regex argument's backslashes
+        return JINJA.parse(template)
+
+
+def _expressions(node, key=None):
+    """Every Jinja expression of a loaded playbook, tasks or vars file, parsed: templated strings,
+    and the bare expressions of conditions (when, that, ...)."""
+    if isinstance(node, dict):
+        for k, value in node.items():
+            yield from _expressions(value, k)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _expressions(value, key)
+    elif isinstance(node, str):
+        if "{{" in node or "{%" in node:
+            yield _parse(node)
+        elif key in CONDITIONS:
+            yield _parse("{{ " + node + " }}")
+
+
+def _tasks(node):
+    if isinstance(node, list):
+        for item in node:
+            yield from _tasks(item)
+    elif isinstance(node, dict):
+        yield node
+        for key in ("tasks", "pre_tasks", "post_tasks", "handlers", "block", "rescue", "always"):
+            yield from _tasks(node.get(key) or [])
+
+
+def test_every_group_an_expression_names_exists():
+    """groups['x'] in any expression of the playbooks, roles and scenarios names a group the inventories
+    define (components.yml, its machine-role groups) or a play creates (add_host): not an old or
+    mistyped name, which Ansible reports only when the expression runs."""
+    files = [*PLAYBOOKS.glob("*.yml"), *(ROOT / "roles").rglob("*.yml"), *(ROOT / "molecule").rglob("*.yml")]
+    loaded = {path: yaml.safe_load(path.read_text()) for path in files}
+    components = yaml.safe_load((ROOT / "inventories" / "components.yml").read_text())
+    known = {"all", "ungrouped"} | set(components) | {c for g in components.values() for c in (g or {}).get("children", {})}
+    for data in loaded.values():
+        for task in _tasks(data):
+            created = (task.get("ansible.builtin.add_host") or {}).get("groups", [])
+            known |= {g for g in ([created] if isinstance(created, str) else created) if "{" not in g}
+    named = {}
+    for path, data in loaded.items():
+        for template in _expressions(data):
+            for item in template.find_all(nodes.Getitem):
+                if isinstance(item.node, nodes.Name) and item.node.name == "groups" and isinstance(item.arg, nodes.Const):
+                    named.setdefault(item.arg.value, set()).add(str(path.relative_to(ROOT)))
+    assert {"spark_masters", "spark_workers", "hub", "swarm_managers"} <= set(named)
+    unknown = {group: sorted(paths) for group, paths in named.items() if group not in known}
+    assert not unknown, f"groups no inventory defines: {unknown}"
 
 
 def test_preflight_ends_by_stopping_the_run_on_any_failed_host():
     last = _yaml(PLAYBOOKS / "preflight.yml")[-1]
-    assert last["any_errors_fatal"] is True and last["hosts"] == "all:&{{ sparkfleet_run_group | default('all') }}"
+    assert last["any_errors_fatal"] is True
+    # Every host of the run, narrowed like the layers.
+    assert _inventory().play_hosts(last["hosts"]) == sorted([h for hosts in INVENTORY.values() for h in hosts] + ["stranger"])
+    assert _inventory(sparkfleet_run_group="sparkfleet_replace_converge").play_hosts(last["hosts"]) == sorted(NARROWED)
     stop, mark = last["tasks"]
     assert "ansible.builtin.fail" in stop and stop["run_once"] is True
-    # The hosts Ansible dropped (failed or unreachable) are the ones not active any more.
-    assert stop["vars"]["__preflight_failed"] == "{{ ansible_play_hosts_all | difference(ansible_play_hosts) }}"
+    # The hosts Ansible dropped (failed or unreachable) are the ones not active any more: the run stops
+    # naming them; with none dropped it goes on.
+    play = {"ansible_play_hosts_all": ["m1", "w1", "w2"]}
+    dropped = RoleRenderer(extra={**play, "ansible_play_hosts": ["m1"], **stop["vars"]})
+    assert dropped.value(stop["when"]) is True
+    assert sorted(dropped.value("__preflight_failed")) == ["w1", "w2"]
+    named = dropped.string(stop["ansible.builtin.fail"]["msg"]).removeprefix("The preflight did not pass on ")
+    assert sorted(named.split(" (its error", 1)[0].split(", ")) == ["w1", "w2"]
+    assert RoleRenderer(extra={**play, "ansible_play_hosts": ["m1", "w1", "w2"], **stop["vars"]}).value(stop["when"]) is False
     assert mark["ansible.builtin.set_fact"] == {"__sparkfleet_inputs_checked": True}
     assert all("always" in t["tags"] for t in last["tasks"])
 
@@ -94,13 +177,39 @@ def test_bake_hashes_every_role_it_applies_and_each_stops_before_settings():
         assert ends or role == "java", f"{role} has no end point for sparkfleet_bake"
 
 
-def test_only_workers_and_gpu_workers_start_from_the_baked_image():
+LAB_HOSTS = {"role_master": ["sparkfleet-master"], "role_worker": ["sparkfleet-worker-1", "sparkfleet-worker-2"],
+             "role_gpu_worker": ["sparkfleet-gpu-worker"], "role_hub": ["sparkfleet-hub"]}
+
+
+def _lab_container(item, swarm=True, **extra):
+    """The arguments of lab.yml's docker_container task for one host, as the play renders them for a
+    lab inventory (the machine-role groups, components.yml's groups, the lab's group_vars)."""
     lab = _yaml(PLAYBOOKS / "lab.yml")[0]
     run = next(t for t in lab["tasks"] if t["name"] == "Lab | Run one systemd container per host.")
-    image = run["community.docker.docker_container"]["image"]
-    assert "provision_lab_worker_image_present" in image
-    assert "item in groups['role_worker'] + groups['role_gpu_worker'] | default([])" in image
-    assert "else hostvars[item]['lab_image']" in image
+    lab_vars = _yaml(ROOT / "inventories" / "lab" / "group_vars" / "all" / "lab.yml")
+    groups = dict(LAB_HOSTS, spark_masters=LAB_HOSTS["role_master"], hub=LAB_HOSTS["role_hub"],
+                  swarm_managers=LAB_HOSTS["role_hub"] if swarm else [],
+                  swarm_workers=LAB_HOSTS["role_worker"] + LAB_HOSTS["role_gpu_worker"])
+    hosts = sorted({h for members in LAB_HOSTS.values() for h in members})
+    hostvars = {h: {**lab_vars, "ansible_port": 2220 + i, "lab_ssh_key_file": "/creds/lab_ed25519",
+                    "sparkfleet_credentials_dir": "/creds", "sparkfleet_cluster_name": "sparkfleet",
+                    "group_names": [g for g, members in LAB_HOSTS.items() if h in members]}
+                for i, h in enumerate(hosts)}
+    renderer = RoleRenderer(groups=groups, hostvars=hostvars,
+                            extra={**lab["vars"], **run["vars"], "item": item, **extra})
+    return {key: renderer.string(value, "localhost") for key, value in run["community.docker.docker_container"].items()
+            if key in ("image", "capabilities", "security_opts", "volumes", "keep_volumes")}
+
+
+def test_only_workers_and_gpu_workers_start_from_the_baked_image():
+    baked = {"provision_lab_worker_image": "sparkfleet/lab-worker:0123abcd", "provision_lab_worker_image_present": True}
+    for host in ("sparkfleet-worker-1", "sparkfleet-gpu-worker"):
+        assert _lab_container(host, **baked)["image"] == "sparkfleet/lab-worker:0123abcd"
+    for host in ("sparkfleet-master", "sparkfleet-hub"):
+        assert _lab_container(host, **baked)["image"] == "sparkfleet/debian12-systemd:latest"
+    # No baked image (yet): every host starts from the lab's image.
+    not_baked = dict(baked, provision_lab_worker_image_present=False)
+    assert _lab_container("sparkfleet-worker-1", **not_baked)["image"] == "sparkfleet/debian12-systemd:latest"
 
 
 def test_the_lab_runs_docker_in_docker():
@@ -111,15 +220,18 @@ def test_the_lab_runs_docker_in_docker():
     caps = lab_vars["lab_docker_capabilities"]
     assert "SYS_RESOURCE" not in caps and "SYS_ADMIN" in caps and "NET_ADMIN" in caps
     assert {"SYS_PTRACE", "NET_RAW", "MKNOD", "SYS_MODULE"} <= set(caps) and len(caps) == len(set(caps)) >= 30
-    lab = _yaml(PLAYBOOKS / "lab.yml")[0]
-    run = next(t for t in lab["tasks"] if t["name"] == "Lab | Run one systemd container per host.")
-    container = run["community.docker.docker_container"]
-    assert "lab_docker_capabilities" in container["capabilities"] and "__docker" in container["capabilities"]
-    assert "seccomp=unconfined" in container["security_opts"] and "apparmor=unconfined" in container["security_opts"]
-    assert "'/var/lib/docker'" in container["volumes"] and container["keep_volumes"] is False
     # Docker hosts are the hub and the Swarm's nodes, and only when there is a Swarm manager.
-    docker_hosts = lab["vars"]["__lab_docker_hosts"]
-    assert "groups['swarm_managers']" in docker_hosts and "groups['swarm_workers']" in docker_hosts
+    for host in ("sparkfleet-hub", "sparkfleet-worker-1", "sparkfleet-gpu-worker"):
+        container = _lab_container(host)
+        assert container["capabilities"] == caps, host
+        assert container["security_opts"] == ["seccomp=unconfined", "apparmor=unconfined"], host
+        assert "/var/lib/docker" in container["volumes"] and "/sys/fs/cgroup:/sys/fs/cgroup:rw" in container["volumes"]
+        # The anonymous /var/lib/docker goes with its container.
+        assert container["keep_volumes"] is False
+    for container in (_lab_container("sparkfleet-master"), _lab_container("sparkfleet-hub", swarm=False)):
+        assert container["capabilities"] == ["SYS_ADMIN", "NET_ADMIN"]
+        assert container["security_opts"] is OMITTED
+        assert "/var/lib/docker" not in container["volumes"] and "/sys/fs/cgroup:/sys/fs/cgroup:ro" in container["volumes"]
     hosts = _yaml(ROOT / "inventories" / "lab" / "hosts.yml")["all"]["children"]
     assert list(hosts["role_hub"]["hosts"]) == ["sparkfleet-hub"]
 

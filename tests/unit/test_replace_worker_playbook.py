@@ -11,6 +11,8 @@ import sys
 import pytest
 import yaml
 
+from conftest import RoleRenderer
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 PLAYBOOK = ROOT / "playbooks" / "replace_worker.yml"
 ANSIBLE_PLAYBOOK = pathlib.Path(sys.executable).parent / "ansible-playbook"
@@ -91,11 +93,19 @@ def test_finds_the_unreachable_worker_itself(tmp_path):
 
 
 def test_every_layer_play_is_narrowed():
+    """With the variables replace_worker.yml imports site.yml with, every layer play selects only the
+    hosts its check put in the group to converge (the replacement and the masters that keep it)."""
+    converge = [p for p in yaml.safe_load(PLAYBOOK.read_text()) if p.get("ansible.builtin.import_playbook") == "site.yml"]
+    assert converge
+    components = yaml.safe_load((ROOT / "inventories" / "components.yml").read_text())
+    groups = {group: ["m1", "w1", "w2", "n1", "hub1"] for group in components}
+    replaced = ["w2", "m1"]
     site = yaml.safe_load((ROOT / "playbooks" / "site.yml").read_text())
     for entry in site[1:]:
         for play in yaml.safe_load((ROOT / "playbooks" / entry["ansible.builtin.import_playbook"]).read_text()):
             if play["hosts"] == "localhost":  # a message on the controller, nothing converged
                 continue
-            assert play["hosts"].endswith(":&{{ sparkfleet_run_group | default('all') }}"), play["name"]
-    converge = [p for p in yaml.safe_load(PLAYBOOK.read_text()) if p.get("ansible.builtin.import_playbook") == "site.yml"]
-    assert converge and converge[0]["vars"]["sparkfleet_run_group"] == "sparkfleet_replace_converge"
+            inventory = RoleRenderer(groups={**groups, "sparkfleet_replace_converge": replaced},
+                                     extra=converge[0]["vars"])
+            assert set(inventory.play_hosts(play["hosts"])) <= set(replaced), play["name"]
+            assert set(RoleRenderer(groups=groups).play_hosts(play["hosts"])) > set(replaced), play["name"]

@@ -7,7 +7,7 @@ import shlex
 import pytest
 import yaml
 
-from test_cluster_manager_rendering import ROOT, RoleRenderer, facts
+from conftest import ROOT, RoleRenderer, facts
 
 CLUSTER = {"spark_masters": ["m1"], "spark_workers": ["w1"], "notebook": ["nb1"]}
 MASTER_FACTS = {"m1": {"ansible_facts": {**facts(), "default_ipv4": {"address": "10.1.2.3"}}}}

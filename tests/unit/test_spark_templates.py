@@ -1,51 +1,23 @@
-"""The spark role's templates, rendered with Ansible's own templating."""
+"""The spark role's templates (and the service role's unit template its daemons use), rendered from
+the roles' own defaults and vars for a small inventory with the shared RoleRenderer."""
 
-import pathlib
+import json
+import subprocess
 
-from ansible.parsing.dataloader import DataLoader
-from ansible.template import Templar, trust_as_template
+from conftest import RoleRenderer, facts
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-TEMPLATES = ROOT / "roles" / "spark" / "templates"
-
-BASE = {
-    "ansible_managed": "Ansible managed",
-    "__spark_master_url": "spark://m1:7077",
-    "spark_driver_memory_mb": 1024,
-    "spark_executor_cores": 4,
-    "spark_executor_memory_mb": 18432,
-    "spark_dynamic_allocation_enabled": True,
-    "spark_dynamic_allocation_min_executors": 0,
-    "spark_dynamic_allocation_max_executors": 0,
-    "spark_event_log_dir": "file:///var/lib/spark/events",
-    "spark_history_webui_port": 18080,
-    "spark_master_rest_enabled": False,
-    "spark_worker_cleanup_enabled": True,
-    "spark_worker_cleanup_app_data_ttl": 604800,
-    "spark_authenticate": True,
-    "__spark_auth_secret": "s3cr3t",
-    "spark_network_crypto_enabled": True,
-    "spark_extra_defaults": {},
-    "spark_jvm_options": [],
-    "spark_executor_gpu_amount": 0,
-    "spark_task_gpu_amount": 0,
-    "__spark_is_gpu_worker": False,
-    "spark_gpu_addresses": [],
-    "__spark_gpu_discovery_script": "/usr/local/lib/sparkfleet/gpu_discovery.sh",
-    "spark_cluster_manager": "standalone",
-    "spark_master_recovery_enabled": True,
-    "__spark_recovery_dir": "/var/lib/spark/recovery",
-    "__spark_master_ha": False,
-    "spark_decommission_enabled": True,
-    "spark_ui_reverse_proxy": True,
-    "spark_ui_reverse_proxy_url": "/spark",
-}
+# A master, a CPU worker and a GPU worker with three GPUs (the nvidia_gpu_facts module's facts);
+# every host has 4 vCPUs and 16 GiB (conftest.facts).
+GROUPS = {"spark_masters": ["m1"], "spark_workers": ["w1", "g1"], "gpu_workers": ["g1"]}
+GPU_FACTS = {"g1": {"ansible_facts": {**facts(), "nvidia_gpu": {"gpus": [{"index": 0}, {"index": 1}, {"index": 2}]}}}}
 
 
-def render(name, **overrides):
-    variables = dict(BASE, **overrides)
-    templar = Templar(loader=DataLoader(), variables=variables)
-    return templar.template(trust_as_template((TEMPLATES / name).read_text()))
+def spark(groups=None, **extra):
+    return RoleRenderer("spark", groups or GROUPS, hostvars=GPU_FACTS, extra={"__spark_auth_secret": "s3cr3t", **extra})
+
+
+def render(name, host="m1", groups=None, **extra):
+    return spark(groups, **extra).render(name, host)
 
 
 def properties(text):
@@ -66,8 +38,10 @@ def test_defaults_secure_and_seed_sized():
     assert props["spark.network.crypto.enabled"] == "true"
     assert props["spark.master.rest.enabled"] == "false"
     assert props["spark.worker.cleanup.enabled"] == "true"
+    # Sized from the smallest worker's facts (4 vCPUs, 16 GiB): one executor of the worker's 4 cores,
+    # its memory 90% of the worker's offer (14848 MiB: 16 GiB less the host's reserve), in 128 MiB steps.
     assert props["spark.executor.cores"] == "4"
-    assert props["spark.executor.memory"] == "18432m"
+    assert props["spark.executor.memory"] == "13312m"
     assert props["spark.eventLog.enabled"] == "true"
     assert props["spark.eventLog.dir"] == props["spark.history.fs.logDirectory"]
     assert props["spark.dynamicAllocation.enabled"] == "true"
@@ -95,12 +69,13 @@ def test_static_allocation_drops_the_dynamic_settings():
 
 
 def test_cpu_hosts_offer_no_gpu_and_apps_ask_for_none():
-    props = properties(render("spark-defaults.conf.j2"))
-    assert not [k for k in props if ".resource.gpu." in k]
+    for host in ("m1", "w1"):
+        props = properties(render("spark-defaults.conf.j2", host))
+        assert not [k for k in props if ".resource.gpu." in k], host
 
 
 def test_a_gpu_worker_advertises_its_gpus_through_the_discovery_script():
-    props = properties(render("spark-defaults.conf.j2", __spark_is_gpu_worker=True, spark_gpu_addresses=["0", "1", "2"]))
+    props = properties(render("spark-defaults.conf.j2", "g1"))
     assert props["spark.worker.resource.gpu.amount"] == "3"
     assert props["spark.worker.resource.gpu.discoveryScript"] == "/usr/local/lib/sparkfleet/gpu_discovery.sh"
     assert "spark.executor.resource.gpu.amount" not in props
@@ -114,12 +89,11 @@ def test_cluster_wide_gpu_amounts_for_applications():
 
 def test_systemd_unit_runs_spark_class_in_the_foreground():
     # The spark role's daemons are data for the shared service role's single unit template.
-    templar = Templar(loader=DataLoader(), variables={"ansible_managed": "Ansible managed", "item": {
+    unit = RoleRenderer("service", extra={"item": {
         "name": "spark-worker", "description": "worker", "wanted": True, "user": "spark", "group": "spark",
         "exec_start": "/opt/spark/current/bin/spark-class org.apache.spark.deploy.worker.Worker --cores 2 spark://m1:7077",
         "environment": {"SPARK_NO_DAEMONIZE": "true", "SPARK_HOME": "/opt/spark/current"},
-        "working_directory": "/var/lib/spark", "success_exit_status": 143, "limit_nofile": 65536}})
-    unit = templar.template(trust_as_template((ROOT / "roles" / "service" / "templates" / "unit.service.j2").read_text()))
+        "working_directory": "/var/lib/spark", "success_exit_status": 143, "limit_nofile": 65536}}).render("unit.service.j2")
     lines = unit.splitlines()
     assert "ExecStart=/opt/spark/current/bin/spark-class org.apache.spark.deploy.worker.Worker --cores 2 spark://m1:7077" in lines
     assert "Restart=on-failure" in lines
@@ -130,29 +104,25 @@ def test_systemd_unit_runs_spark_class_in_the_foreground():
 
 
 def test_a_minimal_unit_has_no_empty_settings():
-    templar = Templar(loader=DataLoader(), variables={"ansible_managed": "x", "item": {
-        "name": "d", "description": "d", "wanted": True, "exec_start": "/bin/true"}})
-    unit = templar.template(trust_as_template((ROOT / "roles" / "service" / "templates" / "unit.service.j2").read_text()))
+    unit = RoleRenderer("service", extra={"item": {
+        "name": "d", "description": "d", "wanted": True, "exec_start": "/bin/true"}}).render("unit.service.j2")
     assert not [line for line in unit.splitlines() if line.endswith("=")]
     assert "User=" not in unit and "Environment=" not in unit
 
 
 def test_the_gpu_discovery_script_prints_sparks_resource_format(tmp_path):
-    import json
-    import subprocess
-    from conftest import load_plugin
-    shares = load_plugin("filter", "gpu_shares")
-    templar = Templar(loader=DataLoader(), variables={"ansible_managed": "x", "spark_gpu_addresses": ["0", "1"]})
-    templar.environment.filters["sparkfleet.cluster.spark_gpu_discovery"] = shares.spark_gpu_discovery
     script = tmp_path / "gpu_discovery.sh"
-    script.write_text(templar.template(trust_as_template((TEMPLATES / "gpu_discovery.sh.j2").read_text())))
+    script.write_text(render("gpu_discovery.sh.j2", "g1"))
     out = subprocess.run(["/bin/sh", str(script)], capture_output=True, text=True, check=True).stdout
-    assert json.loads(out) == {"name": "gpu", "addresses": ["0", "1"]}
+    assert json.loads(out) == {"name": "gpu", "addresses": ["0", "1", "2"]}
+    # The inventory's own list wins over the facts.
+    script.write_text(render("gpu_discovery.sh.j2", "g1", spark_gpu_addresses=["1"]))
+    out = subprocess.run(["/bin/sh", str(script)], capture_output=True, text=True, check=True).stdout
+    assert json.loads(out) == {"name": "gpu", "addresses": ["1"]}
 
 
 RAPIDS = {
     "spark_rapids_enabled": True,
-    "__spark_rapids_jar": "/opt/spark/plugins/rapids-4-spark_2.13-25.08.0.jar",
     "spark_rapids_concurrent_gpu_tasks": 2,
     "spark_rapids_pinned_pool_mb": 0,
     "spark_rapids_settings": {},
@@ -170,8 +140,12 @@ def test_rapids_is_off_by_default():
 def test_rapids_loads_the_plugin_from_the_installed_jar():
     props = properties(render("spark-defaults.conf.j2", **RAPIDS))
     assert props["spark.plugins"] == "com.nvidia.spark.SQLPlugin"
-    assert props["spark.driver.extraClassPath"] == RAPIDS["__spark_rapids_jar"]
-    assert props["spark.executor.extraClassPath"] == RAPIDS["__spark_rapids_jar"]
+    # The jar the role installs: Spark 3.5 (the default spark_version) is built for Scala 2.12.
+    jar = "/opt/spark/plugins/rapids-4-spark_2.12-25.08.0.jar"
+    assert props["spark.driver.extraClassPath"] == jar
+    assert props["spark.executor.extraClassPath"] == jar
+    spark4 = properties(render("spark-defaults.conf.j2", spark_version="4.0.1", **RAPIDS))
+    assert spark4["spark.executor.extraClassPath"] == "/opt/spark/plugins/rapids-4-spark_2.13-25.08.0.jar"
     assert props["spark.rapids.sql.enabled"] == "true"
     assert props["spark.rapids.sql.concurrentGpuTasks"] == "2"
     assert "spark.rapids.memory.pinnedPool.size" not in props
@@ -201,9 +175,8 @@ def test_rolling_restarts_keep_applications_by_default():
 
 def test_several_masters_elect_their_leader_in_zookeeper():
     """Issue 11: master high availability as Spark documents it (recoveryMode ZOOKEEPER)."""
-    props = properties(render("spark-defaults.conf.j2", __spark_master_ha=True,
-                              __spark_master_url="spark://m1:7077,m2:7077",
-                              __spark_zookeeper_url="m1:2181,m2:2181,w1:2181", spark_zookeeper_dir="/sparkfleet/spark"))
+    groups = {**GROUPS, "spark_masters": ["m1", "m2"], "zookeeper": ["m1", "m2", "w1"]}
+    props = properties(render("spark-defaults.conf.j2", groups=groups))
     assert props["spark.master"] == "spark://m1:7077,m2:7077"
     assert props["spark.deploy.recoveryMode"] == "ZOOKEEPER"
     assert props["spark.deploy.zookeeper.url"] == "m1:2181,m2:2181,w1:2181"

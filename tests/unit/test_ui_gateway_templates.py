@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from test_cluster_manager_rendering import RoleRenderer, facts
+from conftest import RoleRenderer, facts
 
 CLUSTER = {"spark_masters": ["m1"], "spark_workers": ["w1", "w2"], "notebook": ["nb1"]}
 TLS = {"__ui_gateway_tls": {"certificate": "/etc/ssl/sparkfleet/ui-gateway.crt",

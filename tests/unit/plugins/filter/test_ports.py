@@ -1,8 +1,9 @@
 """port_problems: the ports of one host's daemons are port numbers, and no two daemons share one."""
 
+import pytest
 import yaml
 
-from conftest import ROOT, load_plugin
+from conftest import ROOT, RoleRenderer, load_plugin
 
 ports = load_plugin("filter", "ports")
 
@@ -40,21 +41,45 @@ def test_a_role_checked_again_does_not_clash_with_its_own_record():
     assert ports.port_problems({"spark_master_port": 7077}, "m1", {"spark_master_port": 7077}) == []
 
 
-def test_every_port_option_of_the_layer_roles_is_checked_somewhere():
-    """Each *_port option a role declares for a daemon it runs appears in that role's port map."""
+def _tasks(tasks):
+    for task in tasks or []:
+        yield task
+        for key in ("block", "rescue", "always"):
+            yield from _tasks(task.get(key))
+
+
+def _port_roles():
+    """(role, its int *_port options for daemons it runs) of every role that declares some."""
     # Ports these roles connect to, not ports they listen on: the master's Spark Connect port the
     # notebook host uses, and the ZooKeeper servers' port Spark's masters use.
     client_ports = {"notebook_host_spark_connect_port", "spark_zookeeper_port"}
     for spec_file in sorted((ROOT / "roles").glob("*/meta/argument_specs.yml")):
-        role = spec_file.parent.parent.name
         options = yaml.safe_load(spec_file.read_text())["argument_specs"]["main"].get("options") or {}
         declared = {n for n, o in options.items() if n.endswith("_port") and (o or {}).get("type") == "int"}
-        declared -= client_ports
-        if not declared:
-            continue
-        role_vars = (ROOT / "roles" / role / "vars" / "main.yml").read_text()
-        assert f"__{role}_host_ports" in role_vars, f"{role} declares ports but has no __{role}_host_ports"
-        missing = sorted(n for n in declared if n not in role_vars.split(f"__{role}_host_ports", 1)[1])
-        assert not missing, f"{role}: {missing} are not in __{role}_host_ports"
-        assert f"platform_ports: \"{{{{ __{role}_host_ports }}}}\"" in (
-            ROOT / "roles" / role / "tasks" / "validate.yml").read_text()
+        if declared - client_ports:
+            yield spec_file.parent.parent.name, sorted(declared - client_ports), options
+
+
+PORT_ROLES = list(_port_roles())
+
+
+def test_the_layer_roles_declare_ports():
+    assert {"spark", "hadoop", "jupyterhub", "zookeeper"} <= {role for role, _ports, _options in PORT_ROLES}
+
+
+@pytest.mark.parametrize("role, declared, options", PORT_ROLES, ids=[role for role, _d, _o in PORT_ROLES])
+def test_every_port_option_of_the_layer_roles_is_checked_somewhere(role, declared, options):
+    """Each *_port option a role declares for a daemon it runs is in the port map its preflight hands
+    the platform role's port check, on a host that runs all of the role's daemons (two hosts in every
+    component group, every *_enabled switch on); with the defaults, the check finds no problem."""
+    checks = [t for t in _tasks(yaml.safe_load((ROOT / "roles" / role / "tasks" / "validate.yml").read_text()))
+              if (t.get("ansible.builtin.include_role") or {}).get("name") == "sparkfleet.cluster.platform"
+              and t["ansible.builtin.include_role"].get("tasks_from") == "ports"]
+    assert len(checks) == 1, f"{role}'s validate.yml does not run the platform role's port check once"
+    components = yaml.safe_load((ROOT / "inventories" / "components.yml").read_text())
+    switches = {n: True for n, o in options.items() if n.endswith("_enabled") and (o or {}).get("type") == "bool"}
+    renderer = RoleRenderer(role, {group: ["h1", "h2"] for group in components}, extra=switches)
+    checked = renderer.string(checks[0]["vars"]["platform_ports"], "h1")
+    missing = sorted(set(declared) - set(checked))
+    assert not missing, f"{role}: {missing} are not in the port map its preflight checks"
+    assert ports.port_problems(checked, "h1") == []

@@ -48,10 +48,17 @@ def _description(option):
 
 def table(role_dir):
     defaults = _load(role_dir / "defaults" / "main.yml")
+    # A cluster-wide default lives in a role this one depends on (roles/cluster_defaults).
+    shared = {}
+    for dependency in (_load(role_dir / "meta" / "main.yml") or {}).get("dependencies") or []:
+        name = (dependency["role"] if isinstance(dependency, dict) else dependency).rsplit(".", 1)[-1]
+        for key, value in (_load(role_dir.parent / name / "defaults" / "main.yml") or {}).items():
+            shared[key] = f"{_default(value)} ({name})"
     options = _load(role_dir / "meta" / "argument_specs.yml")["argument_specs"]["main"].get("options", {})
     rows = ["| Variable | Default | Type | Description |", "|---|---|---|---|"]
     for name, option in options.items():
-        default = _default(defaults[name]) if name in defaults else "(required)" if option.get("required") else "(none)"
+        default = (_default(defaults[name]) if name in defaults else shared[name] if name in shared
+                   else "(required)" if option.get("required") else "(none)")
         kind = option.get("type", "str")
         if kind == "list" and option.get("elements"):
             kind = f"list of {option['elements']}"

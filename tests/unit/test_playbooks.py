@@ -74,9 +74,31 @@ def test_layer_plays_read_only_in_preflight_and_target_component_groups():
             without = _inventory(swarm=False)
             if without.string(play["hosts"], "localhost") != pattern:
                 assert without.play_hosts(play["hosts"]) == [], where
-            for role in play.get("roles", []):
-                assert role["role"].startswith("sparkfleet.cluster."), role
-                assert role.get("tags"), f"{layer}: {role['role']} has no tag"
+            assert "roles" not in play, f"{where}: roles run through the applied-state gate"
+            _check_gate(play, where)
+
+
+def _check_gate(play, where):
+    """A layer play asks the applied-state gate which roles are due (always, whatever the tags),
+    includes each listed role when due, tagged with its name, and records after the handlers."""
+    gate, *includes = play["tasks"]
+    assert gate["register"] == "__sparkfleet_applied" and gate["tags"] == ["always"], where
+    listed = gate["sparkfleet.cluster.applied_state"]["roles"]
+    listed = listed if isinstance(listed, list) else [n for n in ROLE_NAMES if f"'{n}'" in listed]
+    included = []
+    for task in includes:
+        role = task["ansible.builtin.include_role"]["name"].removeprefix("sparkfleet.cluster.")
+        when = task["when"] if isinstance(task["when"], list) else [task["when"]]
+        assert f"'{role}' in __sparkfleet_applied.due" in when, f"{where}: {role} runs whether due or not"
+        assert role in task["tags"] and task["tags"] == task["ansible.builtin.include_role"]["apply"]["tags"], where
+        included.append(role)
+    assert included == listed, f"{where}: includes {included}, the gate lists {listed}"
+    (record,) = play["post_tasks"]
+    assert record["sparkfleet.cluster.applied_state"] == {"record": "{{ __sparkfleet_applied }}"}, where
+    assert record["tags"] == ["always"], where
+
+
+ROLE_NAMES = sorted(p.name for p in (ROOT / "roles").iterdir() if p.is_dir())
 
 
 CONDITIONS = ("when", "that", "failed_when", "changed_when", "until")

@@ -34,9 +34,14 @@ def test_there_are_roles():
 @pytest.mark.parametrize("role", ROLES)
 def test_argument_spec_declares_the_defaults(role):
     base = ROOT / "roles" / role
-    defaults = _yaml(base / "defaults" / "main.yml")
+    own = _yaml(base / "defaults" / "main.yml")
+    # A cluster-wide default lives in the role this one depends on (roles/cluster_defaults).
+    defaults = dict(own)
+    for dependency in _yaml(base / "meta" / "main.yml").get("dependencies") or []:
+        name = (dependency["role"] if isinstance(dependency, dict) else dependency).removeprefix("sparkfleet.cluster.")
+        defaults.update(_yaml(ROOT / "roles" / name / "defaults" / "main.yml"))
     options = _specs(role)["main"]["options"]
-    public = {name for name in defaults if not name.startswith("_")}
+    public = {name for name in own if not name.startswith("_")}
     assert public - set(options) == set(), "defaults without a spec entry"
     for name, option in options.items():
         assert option.get("type"), f"{name} has no type"

@@ -199,7 +199,7 @@ def test_jupyterlab_listens_on_loopback_and_reads_its_token_and_the_spark_settin
 def test_the_notebook_role_is_in_the_notebooks_layer():
     plays = yaml.safe_load((ROOT / "playbooks" / "notebooks.yml").read_text())
     play = next(p for p in plays if p["hosts"].split(":")[0] == "notebook")
-    assert [r["role"] for r in play["roles"]] == ["sparkfleet.cluster.notebook_host"]
+    assert play["tasks"][0]["sparkfleet.cluster.applied_state"]["roles"] == ["notebook_host"]
 
 
 @pytest.mark.parametrize("role", ["spark", "notebook_host"])

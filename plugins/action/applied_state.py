@@ -1,0 +1,282 @@
+# -*- coding: utf-8 -*-
+# Copyright: sparkfleet contributors
+# Apache License 2.0
+"""The applied-state gate: which of a play's roles are due on a host.
+
+A plain re-run that changes nothing used to run every task of every role on every host, and the
+controller pays a roughly fixed cost per host and task, skipped ones included. The layer playbooks
+call this action once per play instead: a role is *due* on a host when
+
+- the host has no record of it (a new host, a role never applied there),
+- its inputs differ from those it was applied with: the code of the role and of the roles it
+  includes, the collection's plugins, and the values of the variables its files name (templated,
+  so a value derived from facts or other variables counts), the inventory's groups, and each
+  host's addresses and size,
+- or the host drifted: a file the role declares differs from what the role left there, a unit it
+  declares is not active and enabled, a package it declares is missing, a probe it declares
+  (a command) answers otherwise.
+
+Only due roles run; after the play's handlers, ``state: record`` writes the records of the roles
+that ran. What a role declares is ``__<role>_applied`` in its vars/main.yml (files, units,
+packages, probes), templated with the role's defaults and vars and the host's variables.
+A run limited by --tags/--skip-tags or in check mode records nothing, since it may not have
+applied a role whole; ``sparkfleet_skip_unchanged: false`` makes every role due.
+In the preflight pass (``sparkfleet_preflight``) a role is due when its inputs changed: its
+checks only need to run again then.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+
+from ansible.errors import AnsibleError
+from ansible.module_utils.common.text.converters import to_text
+from ansible.module_utils.parsing.convert_bool import boolean
+from ansible.plugins.action import ActionBase
+from ansible_collections.sparkfleet.cluster.plugins.filter.addresses import host_addresses
+
+COLLECTION = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROLES = os.path.join(COLLECTION, "roles")
+IDENTIFIER = re.compile(r"\b[a-z_][a-z0-9_]*\b")
+INCLUDED_ROLE = re.compile(r"\bsparkfleet\.cluster\.([a-z_][a-z0-9_]*)\b")
+# The run's own switches and Ansible's magic variables: not inputs of what a role applies.
+NOT_INPUTS = frozenset((
+    "sparkfleet_preflight", "sparkfleet_bake", "sparkfleet_skip_unchanged", "sparkfleet_run_group",
+    "sparkfleet_strict_inputs", "hostvars", "vars", "groups", "play_hosts", "omit", "playbook_dir", "role_path",
+    "role_name", "role_names", "inventory_dir", "inventory_file", "environment", "item", "ansible_facts",
+    "ansible_play_hosts", "ansible_play_hosts_all", "ansible_play_batch", "ansible_run_tags", "ansible_skip_tags",
+    "ansible_check_mode", "ansible_diff_mode", "ansible_forks", "ansible_limit", "ansible_verbosity",
+    "ansible_version", "ansible_config_file", "ansible_playbook_python", "ansible_collection_name",
+    "ansible_role_names", "ansible_dependent_role_names", "ansible_play_role_names", "ansible_parent_role_names",
+    "ansible_parent_role_paths", "ansible_role_name", "ansible_search_path", "ansible_loop_var",
+    "ansible_index_var", "ansible_loop", "ansible_inventory_sources", "inventory_hostname_short",
+    "ansible_play_name", "ansible_become", "ansible_become_user", "ansible_become_method",
+))
+# What of each host's facts a role's result may depend on: where it is, how big, what it runs.
+FACTS = ("memtotal_mb", "processor_vcpus", "processor_nproc", "distribution", "distribution_version",
+         "architecture", "kernel")
+
+_CACHE = {}
+
+
+def _read(path):
+    with open(path, "rb") as handle:
+        return handle.read()
+
+
+def _tree(path):
+    """Every file under path but docs, in a stable order."""
+    out = []
+    for root, dirs, names in os.walk(path):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        out.extend(os.path.join(root, n) for n in sorted(names) if not n.endswith((".md", ".pyc")))
+    return out
+
+
+def _role_closure(role):
+    """The role and every collection role its tasks include or its meta depends on, at any depth."""
+    seen, todo = [], [role]
+    while todo:
+        name = todo.pop()
+        if name in seen or not os.path.isdir(os.path.join(ROLES, name)):
+            continue
+        seen.append(name)
+        for path in _tree(os.path.join(ROLES, name, "tasks")) + _tree(os.path.join(ROLES, name, "meta")):
+            todo.extend(INCLUDED_ROLE.findall(to_text(_read(path), errors="replace")))
+    return sorted(seen)
+
+
+def _produced_names():
+    """Names the collection's tasks set at run time (register, set_fact): results, not inputs."""
+    if "produced" not in _CACHE:
+        names = set()
+        for top in (ROLES, os.path.join(COLLECTION, "playbooks")):
+            for path in _tree(top):
+                if not path.endswith(".yml"):
+                    continue
+                text = to_text(_read(path), errors="replace")
+                names.update(re.findall(r"^\s*register:\s*([a-z_][a-z0-9_]*)", text, re.M))
+                for block in re.findall(r"set_fact:\s*\n((?:\s{4,}.*\n?)+)", text):
+                    indent = len(block) - len(block.lstrip(" "))
+                    names.update(re.findall(r"^ {%d}([a-z_][a-z0-9_]*):" % indent, block, re.M))
+        names.discard("cacheable")
+        _CACHE["produced"] = frozenset(names)
+    return _CACHE["produced"]
+
+
+def _role_code(role):
+    """The hash of the role's code (and of the roles it includes, and the plugins), and the
+    variable names those files name."""
+    if role not in _CACHE:
+        digest, names = hashlib.sha256(), set()
+        paths = [p for r in _role_closure(role) for p in _tree(os.path.join(ROLES, r))]
+        paths += _tree(os.path.join(COLLECTION, "plugins"))
+        for path in paths:
+            data = _read(path)
+            digest.update(os.path.relpath(path, COLLECTION).encode() + b"\0" + data + b"\0")
+            if "/plugins/" not in path:
+                names.update(IDENTIFIER.findall(to_text(data, errors="replace")))
+        _CACHE[role] = (digest.hexdigest(), frozenset(names))
+    return _CACHE[role]
+
+
+def _fingerprint(value):
+    return hashlib.sha256(json.dumps(value, sort_keys=True, default=repr).encode()).hexdigest()[:16]
+
+
+class ActionModule(ActionBase):
+    """Check a host against its records (``roles``), or record the roles that ran (``record``)."""
+
+    TRANSFERS_FILES = False
+    _VALID_ARGS = frozenset(("roles", "record", "path"))
+
+    def _role_files(self, role, kind):
+        path = os.path.join(ROLES, role, kind, "main.yml")
+        if not os.path.isfile(path):
+            return {}
+        return self._loader.load_from_file(path, trusted_as_template=True) or {}
+
+    def _os_vars(self, role, task_vars):
+        """The role's settings for this operating system, as the platform role's os_vars.yml
+        loads them: the first of vars/<distribution>-<major>.yml, <distribution>.yml, <family>.yml."""
+        facts = task_vars.get("ansible_facts", {}) or {}
+        for name in ("%s-%s" % (facts.get("distribution"), facts.get("distribution_major_version")),
+                     facts.get("distribution"), facts.get("os_family")):
+            path = os.path.join(ROLES, role, "vars", "%s.yml" % name)
+            if name and os.path.isfile(path):
+                return self._loader.load_from_file(path, trusted_as_template=True) or {}
+        return {}
+
+    def _role_vars(self, role, task_vars):
+        """The host's variables as the role sees them: its (and its included roles') defaults
+        under the host's variables, their vars above them."""
+        merged = {}
+        for name in _role_closure(role):
+            merged.update(self._role_files(name, "defaults"))
+        merged.update(task_vars)
+        for name in [r for r in _role_closure(role) if r != role] + [role]:
+            merged.update(self._role_files(name, "vars"))
+            merged.update(self._os_vars(name, task_vars))
+        return merged
+
+    def _template(self, templar, value):
+        try:
+            return templar.template(value)
+        except Exception:  # pylint: disable=broad-except  # an input that cannot be resolved here counts as written
+            return value
+
+    def _peers(self, task_vars):
+        """Each host's address and size, as far as this run knows them."""
+        hostvars = task_vars.get("hostvars", {})
+        out = {}
+        for host in sorted(task_vars.get("groups", {}).get("all", [])):
+            peer = hostvars.get(host, {})
+            facts = peer.get("ansible_facts", {}) or {}
+            out[host] = {
+                "ansible_host": to_text(peer.get("ansible_host", host)),
+                "address": (facts.get("default_ipv4") or {}).get("address"),
+                "addresses": host_addresses(facts),
+                "facts": dict((k, facts.get(k)) for k in FACTS),
+            }
+        return out
+
+    def _inputs(self, role, task_vars):
+        code, names = _role_code(role)
+        merged = self._role_vars(role, task_vars)
+        templar = self._templar.copy_with_new_env(available_variables=merged)
+        produced = _produced_names()
+        inputs = {"code": code[:16], "groups": _fingerprint(task_vars.get("groups", {})),
+                  "group_names": _fingerprint(task_vars.get("group_names", [])),
+                  "hosts": _fingerprint(self._peers(task_vars))}
+        own = set()
+        for name in _role_closure(role):
+            own.update(self._role_files(name, "defaults"))
+            own.update(self._role_files(name, "vars"))
+        for name in sorted(names):
+            if name not in merged or name in NOT_INPUTS or name in produced:
+                continue
+            # A private name is an input only as a value the roles derive in their own files;
+            # otherwise it is something a task set (a registered result, a secret read into a fact).
+            if name.startswith("__") and name not in own:
+                continue
+            if name.startswith("ansible_") and name not in ("ansible_host", "ansible_port", "ansible_user"):
+                continue
+            inputs[name] = _fingerprint(self._template(templar, merged[name]))
+        if "__%s_applied" % role not in merged:
+            return inputs, None
+        try:
+            # Plain data from here on: the registered result is templated again by the record task.
+            declared = json.loads(json.dumps(templar.template(merged["__%s_applied" % role]) or {}))
+        except Exception as err:  # pylint: disable=broad-except
+            raise AnsibleError("applied_state: cannot resolve __%s_applied: %s" % (role, to_text(err))) from err
+        if not isinstance(declared, dict) or set(declared) - {"files", "units", "packages", "probes", "needs"}:
+            raise AnsibleError("applied_state: __%s_applied must be a dict of files, units, packages, probes and needs,"
+                               " got: %r" % (role, declared))
+        return inputs, declared
+
+    def run(self, tmp=None, task_vars=None):
+        result = super().run(tmp, task_vars)
+        task_vars = task_vars or {}
+        path = self._task.args.get("path", "/var/lib/sparkfleet/applied")
+        record = self._task.args.get("record")
+        if record is not None:
+            return self._record(result, record, path, task_vars)
+        roles = self._task.args.get("roles") or []
+        if not isinstance(roles, list):
+            raise AnsibleError("applied_state: roles must be a list of role names")
+        unknown = [r for r in roles if not os.path.isdir(os.path.join(ROLES, r))]
+        if unknown:
+            raise AnsibleError("applied_state: no such role in the collection: %s" % ", ".join(unknown))
+        wanted, undeclared = {}, []
+        for role in roles:
+            inputs, declared = self._inputs(role, task_vars)
+            if declared is None:
+                undeclared.append(role)
+            else:
+                wanted[role] = dict(declared, inputs=inputs)
+        result["roles"] = wanted
+        if not boolean(self._templar.template(task_vars.get("sparkfleet_skip_unchanged", True)), strict=False):
+            result.update(changed=False, due=list(roles), reasons=dict((r, ["sparkfleet_skip_unchanged is false"]) for r in roles))
+            return result
+        answer = {"due": [], "reasons": {}}
+        if wanted:
+            answer = self._execute_module(module_name="sparkfleet.cluster.applied_state",
+                                          module_args=dict(state="check", path=path, roles=wanted), task_vars=task_vars)
+        if answer.get("failed"):
+            return dict(result, **answer)
+        # A role that declares nothing to check runs every time: its drift could not be seen.
+        due = answer["due"] + undeclared
+        reasons = dict(answer["reasons"], **dict((r, ["it declares no state to check"]) for r in undeclared))
+        if task_vars.get("sparkfleet_preflight"):
+            # The checks read inputs only: drift alone does not call for them again.
+            reasons = dict((r, [x for x in reasons[r] if x.startswith(("no record", "inputs changed"))]) for r in due)
+            due = [r for r in due if reasons[r]]
+        # A due role's needs (the roles whose published facts it reads, earlier in this play) are
+        # due with it, so that what it reads is this run's.
+        for role in reversed(roles):
+            if role in due:
+                for need in (wanted.get(role) or {}).get("needs", []):
+                    if need not in due:
+                        due.append(need)
+                        reasons[need] = ["%s needs it" % role]
+        result.update(changed=False, due=[r for r in roles if r in due], reasons=dict((r, reasons[r]) for r in due))
+        return result
+
+    def _record(self, result, record, path, task_vars):
+        why = None
+        if task_vars.get("sparkfleet_preflight"):
+            why = "the preflight pass applies nothing"
+        elif self._task.check_mode:
+            why = "check mode applies nothing"
+        elif list(task_vars.get("ansible_run_tags", ["all"])) != ["all"] or task_vars.get("ansible_skip_tags"):
+            why = "a run limited by tags may not have applied a role whole"
+        if why or not record.get("due"):
+            result.update(changed=False, recorded=[], msg=why or "no role was due")
+            return result
+        roles = dict((r, record["roles"][r]) for r in record["due"] if r in record["roles"])
+        answer = self._execute_module(module_name="sparkfleet.cluster.applied_state",
+                                      module_args=dict(state="record", path=path, roles=roles), task_vars=task_vars)
+        return dict(result, **answer)

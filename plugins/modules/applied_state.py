@@ -1,0 +1,230 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: sparkfleet contributors
+# Apache License 2.0
+"""The host's side of the applied-state gate: read and write each role's record, and check the
+host against it in one call. The action plugin of the same name (plugins/action/applied_state.py)
+computes the roles' inputs on the controller and calls this module."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: applied_state
+short_description: Check a host against what each role last applied there, or record it
+description:
+  - Called by the C(sparkfleet.cluster.applied_state) action, which computes each role's inputs
+    on the controller; not meant to be called directly.
+  - A record is one JSON file per role under O(path), readable by root only. It holds a hash of
+    each input the role read (never the value), the checksum of each file the role declares, and
+    the units, packages and probes it declares.
+  - C(check) answers, per role, whether it is due and why; C(record) writes the records.
+    Neither changes anything the cluster runs, so both report C(changed=false).
+version_added: "1.1.0"
+author: sparkfleet contributors
+options:
+  state:
+    description: V(check) compares, V(record) writes.
+    type: str
+    choices: [check, record]
+    default: check
+  path:
+    description: Where the records are kept.
+    type: path
+    default: /var/lib/sparkfleet/applied
+  roles:
+    description:
+      - Per role name, C(inputs) (a dict of input name to hash) and the role's declared state
+        (C(files), C(units), C(packages), C(probes)).
+    type: dict
+    required: true
+notes:
+  - C(files) entries are paths or shell-style globs; a directory stands for the files under it.
+    A file that did not exist when recorded must still not exist.
+  - A unit must be active and enabled; a package installed (dpkg); a probe (a command run without
+    a shell) must print what it printed when recorded.
+"""
+
+EXAMPLES = r"""
+- name: Find the roles due here
+  sparkfleet.cluster.applied_state:
+    roles: [java, spark]
+  register: __applied
+"""
+
+RETURN = r"""
+due:
+  description: The roles to apply on this host (check).
+  type: list
+  elements: str
+  returned: always
+reasons:
+  description: Per due role, why (the first few differences).
+  type: dict
+  returned: always
+"""
+
+import glob
+import hashlib
+import json
+import os
+import tempfile
+
+from ansible.module_utils.basic import AnsibleModule
+
+# Enough to say why; a role with many differences is due either way.
+MAX_REASONS = 5
+
+
+def _sha1(path):
+    digest = hashlib.sha1()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(65536), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _expand(patterns):
+    """Each declared path, glob or directory as the files it stands for. A pattern that matches
+    nothing stays as itself, so that its absence is recorded and checked."""
+    out = []
+    for pattern in patterns:
+        matches = sorted(glob.glob(pattern)) if glob.has_magic(pattern) else [pattern]
+        for match in matches or [pattern]:
+            if os.path.isdir(match) and not os.path.islink(match):
+                for root, dirs, names in os.walk(match):
+                    dirs.sort()
+                    out.extend(os.path.join(root, name) for name in sorted(names))
+            else:
+                out.append(match)
+    return out
+
+
+def _files_state(patterns):
+    state = {}
+    for path in _expand(patterns):
+        try:
+            if os.path.islink(path):
+                state[path] = "link to %s" % os.readlink(path)
+            elif os.path.isfile(path):
+                state[path] = _sha1(path)
+            else:
+                state[path] = "absent" if not os.path.lexists(path) else "other"
+        except OSError as err:
+            state[path] = "unreadable: %s" % err.strerror
+    return state
+
+
+def _units_state(module, units):
+    if not units:
+        return {}
+    systemctl = module.get_bin_path("systemctl")
+    if not systemctl:
+        return dict((unit, "no systemctl") for unit in units)
+    _rc, out, _err = module.run_command(
+        [systemctl, "show", "--property=Id,ActiveState,UnitFileState"] + ["%s.service" % u if "." not in u else u for u in units])
+    state = {}
+    # One block per unit, in the order asked, separated by blank lines.
+    blocks = [block for block in out.strip().split("\n\n")]
+    for unit, block in zip(units, blocks):
+        props = dict(line.split("=", 1) for line in block.splitlines() if "=" in line)
+        state[unit] = "%s/%s" % (props.get("ActiveState", "?"), props.get("UnitFileState", "?"))
+    return state
+
+
+def _units_bad(state):
+    return ["unit %s is %s (wanted active/enabled)" % (unit, value)
+            for unit, value in sorted(state.items()) if value not in ("active/enabled", "active/static", "active/generated")]
+
+
+def _packages_missing(module, packages):
+    if not packages:
+        return []
+    dpkg_query = module.get_bin_path("dpkg-query")
+    if not dpkg_query:
+        return []
+    _rc, out, _err = module.run_command([dpkg_query, "-W", "-f=${Package} ${db:Status-Abbrev}\n"] + list(packages))
+    installed = set(line.split()[0].split(":")[0] for line in out.splitlines() if line.split()[1:2] == ["ii"])
+    return [name for name in packages if name.split("=")[0] not in installed]
+
+
+def _probes_state(module, probes):
+    state = {}
+    for probe in probes:
+        rc, out, _err = module.run_command(probe)
+        state[json.dumps(probe)] = hashlib.sha1(("%d\n%s" % (rc, out)).encode()).hexdigest()
+    return state
+
+
+def _record_path(directory, role):
+    return os.path.join(directory, "%s.json" % role)
+
+
+def _read(directory, role):
+    try:
+        with open(_record_path(directory, role)) as handle:
+            return json.load(handle)
+    except (OSError, ValueError):
+        return None
+
+
+def _check(module, directory, role, want):
+    record = _read(directory, role)
+    if record is None:
+        return ["no record of an earlier run"]
+    reasons = []
+    inputs, recorded = want.get("inputs", {}), record.get("inputs", {})
+    changed = sorted(name for name in set(inputs) | set(recorded) if inputs.get(name) != recorded.get(name))
+    if changed:
+        reasons.append("inputs changed: %s" % ", ".join(changed[:10]))
+    current = _files_state(list(record.get("files", {})))
+    reasons.extend("file %s %s" % (path, "is gone" if current[path] == "absent" else "changed")
+                   for path, value in sorted(record.get("files", {}).items()) if current.get(path) != value)
+    reasons.extend(_units_bad(_units_state(module, want.get("units", []))))
+    reasons.extend("package %s is not installed" % name for name in _packages_missing(module, want.get("packages", [])))
+    probes = _probes_state(module, want.get("probes", []))
+    reasons.extend("probe %s answers otherwise" % " ".join(json.loads(probe))
+                   for probe, value in sorted(probes.items()) if record.get("probes", {}).get(probe) != value)
+    return reasons
+
+
+def _write(directory, role, want, module):
+    record = {
+        "inputs": want.get("inputs", {}),
+        "files": _files_state(want.get("files", [])),
+        "probes": _probes_state(module, want.get("probes", [])),
+    }
+    os.makedirs(directory, mode=0o700, exist_ok=True)
+    handle, tmp = tempfile.mkstemp(dir=directory, prefix=".%s." % role)
+    with os.fdopen(handle, "w") as out:
+        json.dump(record, out, sort_keys=True, indent=1)
+    os.chmod(tmp, 0o600)
+    os.replace(tmp, _record_path(directory, role))
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            state=dict(type="str", choices=["check", "record"], default="check"),
+            path=dict(type="path", default="/var/lib/sparkfleet/applied"),
+            roles=dict(type="dict", required=True),
+        ),
+        supports_check_mode=True,
+    )
+    directory, roles = module.params["path"], module.params["roles"]
+    if module.params["state"] == "record":
+        if not module.check_mode:
+            for role, want in roles.items():
+                _write(directory, role, want, module)
+        module.exit_json(changed=False, recorded=sorted(roles))
+    due, reasons = [], {}
+    for role, want in roles.items():
+        found = _check(module, directory, role, want)
+        if found:
+            due.append(role)
+            reasons[role] = found[:MAX_REASONS]
+    module.exit_json(changed=False, due=due, reasons=reasons)
+
+
+if __name__ == "__main__":
+    main()

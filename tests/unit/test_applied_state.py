@@ -1,0 +1,131 @@
+"""The applied-state gate: the host-side module's check and record (plugins/modules/applied_state.py)
+and the controller side's view of a role (plugins/action/applied_state.py)."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+MODULE = os.path.join(ROOT, "plugins", "modules", "applied_state.py")
+
+
+def run(args, tmp_path):
+    """Run the module as Ansible would (its arguments in a JSON file), return its answer."""
+    args_file = tmp_path / "args.json"
+    args_file.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": args}))
+    out = subprocess.run([sys.executable, MODULE, str(args_file)], capture_output=True, text=True, check=False,
+                         env=dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p)))
+    return json.loads(out.stdout)
+
+
+@pytest.fixture
+def host(tmp_path):
+    conf = tmp_path / "etc" / "app"
+    conf.mkdir(parents=True)
+    (conf / "app.conf").write_text("port = 1\n")
+    (tmp_path / "link").symlink_to(conf)
+    return tmp_path
+
+
+def declared(host, **extra):
+    want = {"inputs": {"code": "c1", "app_port": "p1"},
+            "files": [str(host / "etc" / "app"), str(host / "link"), str(host / "gone.conf")]}
+    want.update(extra)
+    return want
+
+
+def check(host, want):
+    return run({"state": "check", "path": str(host / "records"), "roles": {"app": want}}, host)
+
+
+def record(host, want):
+    return run({"state": "record", "path": str(host / "records"), "roles": {"app": want}}, host)
+
+
+def test_a_role_never_applied_is_due(host):
+    answer = check(host, declared(host))
+    assert answer["due"] == ["app"]
+    assert answer["reasons"]["app"] == ["no record of an earlier run"]
+    assert answer["changed"] is False
+
+
+def test_a_recorded_role_is_not_due_and_the_record_is_root_only(host):
+    assert record(host, declared(host))["changed"] is False
+    assert check(host, declared(host))["due"] == []
+    assert oct(os.stat(host / "records" / "app.json").st_mode & 0o777) == "0o600"
+    # Hashes of inputs only, never values; a symlink is recorded as where it points, not walked.
+    saved = json.loads((host / "records" / "app.json").read_text())
+    assert saved["files"][str(host / "link")] == "link to %s" % (host / "etc" / "app")
+    assert saved["files"][str(host / "gone.conf")] == "absent"
+
+
+def test_changed_inputs_are_named(host):
+    record(host, declared(host))
+    want = declared(host)
+    want["inputs"]["app_port"] = "p2"
+    assert check(host, want)["reasons"]["app"] == ["inputs changed: app_port"]
+
+
+@pytest.mark.parametrize("drift, reason", [
+    (lambda h: (h / "etc" / "app" / "app.conf").write_text("port = 2\n"), "file {}/etc/app/app.conf changed"),
+    (lambda h: (h / "etc" / "app" / "app.conf").unlink(), "file {}/etc/app/app.conf is gone"),
+    (lambda h: (h / "gone.conf").write_text("x"), "file {}/gone.conf changed"),
+    (lambda h: ((h / "link").unlink(), (h / "link").symlink_to(h)), "file {}/link changed"),
+])
+def test_drift_in_a_declared_file_makes_the_role_due(host, drift, reason):
+    record(host, declared(host))
+    drift(host)
+    answer = check(host, declared(host))
+    assert answer["due"] == ["app"]
+    assert answer["reasons"]["app"] == [reason.format(host)]
+
+
+def test_a_probe_that_answers_otherwise_makes_the_role_due(host):
+    flag = host / "flag"
+    flag.write_text("joined\n")
+    want = declared(host, probes=[["cat", str(flag)]])
+    record(host, want)
+    assert check(host, want)["due"] == []
+    flag.write_text("left\n")
+    assert check(host, want)["reasons"]["app"] == ["probe cat %s answers otherwise" % flag]
+
+
+def test_a_missing_package_makes_the_role_due(host):
+    if not os.path.exists("/usr/bin/dpkg-query"):
+        pytest.skip("no dpkg-query on this machine: the package check is Debian's")
+    want = declared(host, packages=["dpkg", "sparkfleet-no-such-package"])
+    record(host, want)
+    assert check(host, want)["reasons"]["app"] == ["package sparkfleet-no-such-package is not installed"]
+
+
+# The controller side: what counts as a role's code and inputs.
+
+@pytest.fixture
+def action():
+    sys.path.insert(0, os.path.join(ROOT, "collections"))
+    from ansible_collections.sparkfleet.cluster.plugins.action import applied_state  # pylint: disable=import-outside-toplevel
+    return applied_state
+
+
+def test_a_role_includes_the_roles_its_tasks_call(action):
+    assert {"spark", "service", "platform", "secrets", "download"} <= set(action._role_closure("spark"))
+    assert action._role_closure("shared_storage") == ["platform", "shared_storage"]
+
+
+def test_results_are_not_inputs(action):
+    produced = action._produced_names()
+    # registered (the service role's rendered units) and set by set_fact (the platform role's list)
+    assert {"__service_rendered", "platform_packages_missing"} <= produced
+    assert "spark_worker_cores" not in produced
+
+
+def test_every_role_of_a_layer_declares_what_the_gate_checks():
+    """A role without __<role>_applied is due on every run; these must not be."""
+    import yaml  # pylint: disable=import-outside-toplevel
+    for role in ("common", "java", "zookeeper", "hadoop", "mesos", "ui_gateway", "spark", "livy", "docker", "pki",
+                 "swarm", "registry", "shared_storage", "notebook_image", "jupyterhub"):
+        with open(os.path.join(ROOT, "roles", role, "vars", "main.yml")) as handle:
+            assert "__%s_applied" % role in (yaml.safe_load(handle) or {}), role

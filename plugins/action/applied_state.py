@@ -160,6 +160,8 @@ class ActionModule(ActionBase):
         for name in [r for r in _role_closure(role) if r != role] + [role]:
             merged.update(self._role_files(name, "vars"))
             merged.update(self._os_vars(name, task_vars))
+        # Where the template lookups of its vars find their templates, as inside the role.
+        merged["ansible_search_path"] = [os.path.join(ROLES, name) for name in [role] + _role_closure(role)]
         return merged
 
     def _template(self, templar, value):

@@ -21,7 +21,8 @@ description:
   - C(check) answers, per role, whether it is due and why; C(record) writes the records.
     Neither changes anything the cluster runs, so both report C(changed=false).
 version_added: "1.1.0"
-author: sparkfleet contributors
+author:
+  - sparkfleet maintainers (!UNKNOWN)
 options:
   state:
     description: V(check) compares, V(record) writes.
@@ -125,7 +126,7 @@ def _units_state(module, units):
         [systemctl, "show", "--property=Id,ActiveState,UnitFileState"] + ["%s.service" % u if "." not in u else u for u in units])
     state = {}
     # One block per unit, in the order asked, separated by blank lines.
-    blocks = [block for block in out.strip().split("\n\n")]
+    blocks = out.strip().split("\n\n")
     for unit, block in zip(units, blocks):
         props = dict(line.split("=", 1) for line in block.splitlines() if "=" in line)
         state[unit] = "%s/%s" % (props.get("ActiveState", "?"), props.get("UnitFileState", "?"))

@@ -229,7 +229,7 @@ def test_only_workers_and_gpu_workers_start_from_the_baked_image():
     for host in ("sparkfleet-master", "sparkfleet-hub"):
         assert _lab_container(host, **baked)["image"] == "sparkfleet/debian12-systemd:latest"
     # No baked image (yet): every host starts from the lab's image.
-    not_baked = dict(baked, provision_lab_worker_image_present=False)
+    not_baked = {**baked, "provision_lab_worker_image_present": False}
     assert _lab_container("sparkfleet-worker-1", **not_baked)["image"] == "sparkfleet/debian12-systemd:latest"
 
 

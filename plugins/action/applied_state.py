@@ -254,7 +254,8 @@ class ActionModule(ActionBase):
         reasons = dict(answer["reasons"], **dict((r, ["it declares no state to check"]) for r in undeclared))
         if task_vars.get("sparkfleet_preflight"):
             # The checks read inputs only: drift alone does not call for them again.
-            reasons = dict((r, [x for x in reasons[r] if x.startswith(("no record", "inputs changed"))]) for r in due)
+            reasons = dict((r, [x for x in reasons[r] if x.startswith(("no record", "inputs changed", "it declares"))])
+                           for r in due)
             due = [r for r in due if reasons[r]]
         # A due role's needs (the roles whose published facts it reads, earlier in this play) are
         # due with it, so that what it reads is this run's.

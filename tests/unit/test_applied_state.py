@@ -126,6 +126,7 @@ def test_every_role_of_a_layer_declares_what_the_gate_checks():
     """A role without __<role>_applied is due on every run; these must not be."""
     import yaml  # pylint: disable=import-outside-toplevel
     for role in ("common", "java", "zookeeper", "hadoop", "mesos", "ui_gateway", "spark", "livy", "docker", "pki",
-                 "swarm", "registry", "shared_storage", "notebook_image", "jupyterhub"):
+                 "swarm", "registry", "shared_storage", "notebook_image", "jupyterhub", "nvidia_driver", "cuda",
+                 "nvidia_container_toolkit"):
         with open(os.path.join(ROOT, "roles", role, "vars", "main.yml")) as handle:
             assert "__%s_applied" % role in (yaml.safe_load(handle) or {}), role

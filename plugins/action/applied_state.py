@@ -55,6 +55,7 @@ NOT_INPUTS = frozenset((
     "ansible_index_var", "ansible_loop", "ansible_inventory_sources", "inventory_hostname_short",
     "ansible_play_name", "ansible_become", "ansible_become_user", "ansible_become_method",
 ))
+RUN_SCOPED = re.compile(r"\b(ansible_play_hosts|ansible_play_hosts_all|ansible_play_batch|play_hosts|ansible_limit)\b")
 # What of each host's facts a role's result may depend on: where it is, how big, what it runs.
 FACTS = ("memtotal_mb", "processor_vcpus", "processor_nproc", "distribution", "distribution_version",
          "architecture", "kernel")
@@ -203,6 +204,10 @@ class ActionModule(ActionBase):
             # A private name is an input only as a value the roles derive in their own files;
             # otherwise it is something a task set (a registered result, a secret read into a fact).
             if name.startswith("__") and name not in own:
+                continue
+            # A value that depends on which hosts this run targets (--limit, a replacement's run)
+            # is not an input of what the role leaves on a host.
+            if RUN_SCOPED.search(to_text(merged[name], errors="replace")):
                 continue
             if name.startswith("ansible_") and name not in ("ansible_host", "ansible_port", "ansible_user"):
                 continue

@@ -279,7 +279,7 @@ class Bench:
         env = {"ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_FORCE_COLOR": "0",
                # ansible-runner replaces the stdout callback; keep the table callback.
                "ANSIBLE_CALLBACKS_ENABLED": "ansible.posix.profile_tasks"}
-        if config == "baseline":
+        if config == "baseline" and self.args.baseline == "ansible":
             env.update(BASELINE_ENV)
         elif config == "mitogen":
             import ansible_mitogen  # noqa: F401  pylint: disable=import-outside-toplevel,import-error
@@ -295,6 +295,9 @@ class Bench:
         # <dir>/env/ (cmdline, envvars) and would read a previous run's --limit back.
         (WORK / "runner").mkdir(parents=True, exist_ok=True)
         private = pathlib.Path(tempfile.mkdtemp(prefix=re.sub(r"\W+", "-", f"{label or 'run'}-{config}-{size}") + "-", dir=WORK / "runner"))
+        if config == "baseline" and self.args.baseline == "every-role":
+            # The tuned configuration with the applied-state gate off: every role runs on every host.
+            extra = list(extra) + ["-e", "sparkfleet_skip_unchanged=false"]
         cmdline = " ".join(shlex.quote(str(a)) for a in extra)
         kwargs = {
             "private_data_dir": str(private),
@@ -501,7 +504,8 @@ class Bench:
         table = figures_table(rows)
         lines = [f"# sparkfleet bench {stamp}", "", f"Reproduce: `{command}` (from {ROOT})", "",
                  f"Machine: {os.cpu_count()} CPUs, {platform_line()}", "", table, "",
-                 "Baseline: " + " ".join(f"{k}={v}" for k, v in BASELINE_ENV.items()), ""]
+                 "Baseline: " + (" ".join(f"{k}={v}" for k, v in BASELINE_ENV.items()) if self.args.baseline == "ansible"
+                                 else "the tuned configuration with -e sparkfleet_skip_unchanged=false (every role runs)"), ""]
         for title, tasks in self.artifact_tables:
             lines += [f"## {title}", "", tasks, ""]
         RESULTS.mkdir(parents=True, exist_ok=True)
@@ -525,6 +529,9 @@ def parse_args(argv):
                         help="worker counts (1 master + N workers each; default: 2 4)")
     parser.add_argument("--figures", default=",".join(FIGURES),
                         help=f"comma-separated subset of {','.join(FIGURES)} (default: all)")
+    parser.add_argument("--baseline", choices=["ansible", "every-role"], default="ansible",
+                        help="what the tuned configuration is compared with: plain Ansible defaults (ansible), or the "
+                             "tuned configuration with the applied-state gate off (every-role: every role runs)")
     parser.add_argument("--mitogen", action="store_true",
                         help="also run with Mitogen's strategy (needs `pip install mitogen`; optional)")
     parser.add_argument("--keep", action="store_true", help="leave the last cluster running")

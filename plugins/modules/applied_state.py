@@ -139,13 +139,22 @@ def _units_bad(state):
 
 
 def _packages_missing(module, packages):
+    """The packages not installed, a name another installed package provides counting as installed
+    (a stand-in or a transitional package: apt installs it by that name too)."""
     if not packages:
         return []
     dpkg_query = module.get_bin_path("dpkg-query")
     if not dpkg_query:
         return []
-    _rc, out, _err = module.run_command([dpkg_query, "-W", "-f=${Package} ${db:Status-Abbrev}\n"] + list(packages))
-    installed = set(line.split()[0].split(":")[0] for line in out.splitlines() if line.split()[1:2] == ["ii"])
+    _rc, out, _err = module.run_command([dpkg_query, "-W", "-f=${db:Status-Abbrev}|${Package}|${Provides}\n"])
+    installed = set()
+    for line in out.splitlines():
+        status, _sep, rest = line.partition("|")
+        # The second letter is the state: installed (the first is what is wanted: install or hold).
+        if status[1:2] == "i":
+            name, _sep, provides = rest.partition("|")
+            installed.add(name.split(":")[0])
+            installed.update(p.strip().split(" ")[0] for p in provides.split(",") if p.strip())
     return [name for name in packages if name.split("=")[0] not in installed]
 
 

@@ -96,7 +96,8 @@ def test_a_probe_that_answers_otherwise_makes_the_role_due(host):
 def test_a_missing_package_makes_the_role_due(host):
     if not os.path.exists("/usr/bin/dpkg-query"):
         pytest.skip("no dpkg-query on this machine: the package check is Debian's")
-    want = declared(host, packages=["dpkg", "sparkfleet-no-such-package"])
+    # dpkg is installed; awk is a name an installed package provides (mawk or gawk).
+    want = declared(host, packages=["dpkg", "awk", "sparkfleet-no-such-package"])
     record(host, want)
     assert check(host, want)["reasons"]["app"] == ["package sparkfleet-no-such-package is not installed"]
 

@@ -21,8 +21,11 @@ that ran. What a role declares is ``__<role>_applied`` in its vars/main.yml (fil
 packages, probes), templated with the role's defaults and vars and the host's variables.
 A run limited by --tags/--skip-tags or in check mode records nothing, since it may not have
 applied a role whole; ``sparkfleet_skip_unchanged: false`` makes every role due.
-In the preflight pass (``sparkfleet_preflight``) a role is due when its inputs changed: its
-checks only need to run again then.
+The answer also says which roles' checks (their ``validate`` entry point: argument spec and
+cross-variable checks) the play runs first, so that each role is checked once per run: in the
+preflight pass (``sparkfleet_preflight``) those whose inputs changed, and nothing is due; in the
+main pass the due roles no earlier play of this run checked (``checked``, carried from play to
+play in the registered answer).
 """
 
 from __future__ import annotations
@@ -246,8 +249,8 @@ class ActionModule(ActionBase):
                 wanted[role] = dict(declared, inputs=inputs)
         result["roles"] = wanted
         if not boolean(self._templar.template(task_vars.get("sparkfleet_skip_unchanged", True)), strict=False):
-            result.update(changed=False, due=list(roles), reasons=dict((r, ["sparkfleet_skip_unchanged is false"]) for r in roles))
-            return result
+            return self._answer(result, task_vars, list(roles),
+                                dict((r, ["sparkfleet_skip_unchanged is false"]) for r in roles))
         answer = {"due": [], "reasons": {}}
         if wanted:
             answer = self._execute_module(module_name="sparkfleet.cluster.applied_state",
@@ -270,7 +273,17 @@ class ActionModule(ActionBase):
                     if need not in due:
                         due.append(need)
                         reasons[need] = ["%s needs it" % role]
-        result.update(changed=False, due=[r for r in roles if r in due], reasons=dict((r, reasons[r]) for r in due))
+        return self._answer(result, task_vars, [r for r in roles if r in due], reasons)
+
+    @staticmethod
+    def _answer(result, task_vars, due, reasons):
+        """due and its reasons, and which of them this play checks: those no earlier play of this
+        run checked on this host. The preflight pass checks them and applies nothing."""
+        earlier = task_vars.get("__sparkfleet_applied")
+        checked = list(earlier.get("checked", [])) if isinstance(earlier, dict) else []
+        check = [r for r in due if r not in checked]
+        result.update(changed=False, check=check, checked=checked + check, reasons=dict((r, reasons[r]) for r in due),
+                      due=[] if task_vars.get("sparkfleet_preflight") else due)
         return result
 
     def _record(self, result, record, path, task_vars):

@@ -63,6 +63,19 @@ reasons:
   description: Per due role, why (the first few differences).
   type: dict
   returned: always
+check:
+  description:
+    - Returned by the action only. The due roles whose checks (their C(validate) entry point) the play
+      runs before it applies any role: those no earlier play of this run checked on this host. In the
+      preflight pass, the roles whose inputs changed (V(due) is then empty).
+  type: list
+  elements: str
+  returned: always
+checked:
+  description: Returned by the action only. The roles checked on this host so far in this run, this play's included.
+  type: list
+  elements: str
+  returned: always
 """
 
 import glob

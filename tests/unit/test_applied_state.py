@@ -128,6 +128,20 @@ def test_every_role_of_a_layer_declares_what_the_gate_checks():
     import yaml  # pylint: disable=import-outside-toplevel
     for role in ("common", "java", "zookeeper", "hadoop", "mesos", "ui_gateway", "spark", "livy", "docker", "pki",
                  "swarm", "registry", "shared_storage", "notebook_image", "jupyterhub", "nvidia_driver", "cuda",
-                 "nvidia_container_toolkit"):
+                 "nvidia_container_toolkit", "notebook_host"):
         with open(os.path.join(ROOT, "roles", role, "vars", "main.yml")) as handle:
             assert "__%s_applied" % role in (yaml.safe_load(handle) or {}), role
+
+
+def test_each_due_role_is_checked_once_per_run(action):
+    """The preflight pass checks the roles whose inputs changed and applies none; the main pass
+    checks only the due roles no earlier play of the run checked (a role only drift made due)."""
+    answer = action.ActionModule._answer
+    preflight = answer({}, {"sparkfleet_preflight": True}, ["java", "spark"], {"java": ["no record"], "spark": ["x"]})
+    assert preflight["due"] == [] and preflight["check"] == ["java", "spark"]
+    # The next play on the host sees that answer registered: the main pass of the same layer.
+    main = answer({}, {"__sparkfleet_applied": preflight}, ["java", "spark", "livy"], {"java": [], "spark": [], "livy": []})
+    assert main["due"] == ["java", "spark", "livy"] and main["check"] == ["livy"]
+    assert main["checked"] == ["java", "spark", "livy"]
+    # A new run starts with nothing registered: everything due is checked again.
+    assert answer({}, {}, ["java"], {"java": []})["check"] == ["java"]

@@ -1,8 +1,8 @@
 """The preflight refuses impossible cluster-manager combinations before any host changes.
 
-Runs the compute roles' preflight pass (what playbooks/preflight.yml does: argument spec,
-tasks/validate.yml, then end_role) with ansible-playbook against localhost in check mode,
-and reads the message it stops with.
+Runs the compute roles' checks as the layer plays do (each role's validate entry point: argument
+spec and tasks/validate.yml) with ansible-playbook against localhost in check mode, and reads the
+message it stops with.
 """
 
 import json
@@ -22,7 +22,12 @@ PLAY = """
   gather_subset: ["!all", "!min", "hardware", "network", "distribution"]
   vars:
     sparkfleet_preflight: true
-  roles: {roles}
+  tasks:
+    - name: Check the inputs of each role.
+      ansible.builtin.include_role:
+        name: "{{{{ item }}}}"
+        tasks_from: validate
+      loop: {roles}
 """
 
 INVENTORY = {"all": {"children": {

@@ -80,9 +80,15 @@ def test_layer_plays_read_only_in_preflight_and_target_component_groups():
 
 def _check_gate(play, where):
     """A layer play asks the applied-state gate which roles are due (always, whatever the tags),
-    includes each listed role when due, its tasks tagged with its name, and records after the handlers."""
-    gate, *includes = play["tasks"]
+    runs the checks (validate entry point) of those it says to check, includes each listed role
+    when due, its tasks tagged with its name, and records after the handlers."""
+    gate, checks, *includes = play["tasks"]
     assert gate["register"] == "__sparkfleet_applied" and gate["tags"] == ["always"], where
+    check = checks["ansible.builtin.include_role"]
+    assert check["tasks_from"] == "validate" and check["name"] == "sparkfleet.cluster.{{ __sparkfleet_role }}", where
+    assert checks["loop"] == "{{ __sparkfleet_applied.check }}", where
+    assert checks["loop_control"]["loop_var"] == "__sparkfleet_role", where
+    assert checks["tags"] == ["always"] and check["apply"]["tags"] == ["always"], where
     listed = gate["sparkfleet.cluster.applied_state"]["roles"]
     listed = listed if isinstance(listed, list) else [n for n in ROLE_NAMES if f"'{n}'" in listed]
     included = []

@@ -66,7 +66,7 @@ reasons:
 check:
   description:
     - Returned by the action only. The due roles whose checks (their C(validate) entry point) the play
-      runs before it applies any role: those no earlier play of this run checked on this host. In the
+      runs before it applies any role, those no earlier play of this run checked on this host. In the
       preflight pass, the roles whose inputs changed (V(due) is then empty).
   type: list
   elements: str

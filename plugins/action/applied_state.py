@@ -59,6 +59,9 @@ NOT_INPUTS = frozenset((
     "ansible_play_name", "ansible_become", "ansible_become_user", "ansible_become_method",
 ))
 RUN_SCOPED = re.compile(r"\b(ansible_play_hosts|ansible_play_hosts_all|ansible_play_batch|play_hosts|ansible_limit)\b")
+# What a value may read besides the variables it names, the groups and the host's name: facts,
+# other hosts' variables, variables by computed name, lookups.
+DYNAMIC = re.compile(r"hostvars|\bvars\b|lookup\(|query\(|\bq\(|ansible_|\bnow\(")
 # What of each host's facts a role's result may depend on: where it is, how big, what it runs.
 FACTS = ("memtotal_mb", "processor_vcpus", "processor_nproc", "distribution", "distribution_version",
          "architecture", "kernel")
@@ -125,6 +128,15 @@ def _role_code(role):
                 names.update(IDENTIFIER.findall(to_text(data, errors="replace")))
         _CACHE[role] = (digest.hexdigest(), frozenset(names))
     return _CACHE[role]
+
+
+def _stands_for_itself(value, own_value):
+    """Whether a value of the role's own files, as the host has it, needs no templating to be
+    fingerprinted. Templating is most of the gate's cost. A value the role's files set, not
+    overridden, that reads nothing but the variables it names, the groups and the host's name, is a
+    function of its text (in the code's hash), of those variables (each an input of its own) and of
+    the groups (an input): its text stands for it."""
+    return value == own_value and not DYNAMIC.search(to_text(value, errors="replace"))
 
 
 def _fingerprint(value):
@@ -197,9 +209,10 @@ class ActionModule(ActionBase):
         inputs = {"code": code[:16], "groups": _fingerprint(task_vars.get("groups", {})),
                   "group_names": _fingerprint(task_vars.get("group_names", [])),
                   "hosts": _fingerprint(self._peers(task_vars))}
-        own = set()
+        own = {}
         for name in _role_closure(role):
             own.update(self._role_files(name, "defaults"))
+        for name in _role_closure(role):
             own.update(self._role_files(name, "vars"))
         for name in sorted(names):
             if name not in merged or name in NOT_INPUTS or name in produced:
@@ -213,6 +226,8 @@ class ActionModule(ActionBase):
             if RUN_SCOPED.search(to_text(merged[name], errors="replace")):
                 continue
             if name.startswith("ansible_") and name not in ("ansible_host", "ansible_port", "ansible_user"):
+                continue
+            if name in own and _stands_for_itself(merged[name], own[name]):
                 continue
             inputs[name] = _fingerprint(self._template(templar, merged[name]))
         if "__%s_applied" % role not in merged:

@@ -145,3 +145,20 @@ def test_each_due_role_is_checked_once_per_run(action):
     assert main["checked"] == ["java", "spark", "livy"]
     # A new run starts with nothing registered: everything due is checked again.
     assert answer({}, {}, ["java"], {"java": []})["check"] == ["java"]
+
+
+def test_a_value_of_the_roles_files_is_fingerprinted_by_its_text_unless_it_reads_more(action):
+    """Templating is most of the gate's cost: a value the role's files set stands for itself (its
+    text is in the code's hash, the variables it names are inputs of their own), unless the host
+    overrides it or it reads facts, other hosts' variables or lookups."""
+    own = "{{ spark_worker_cores | int * 2 }}"
+    assert action._stands_for_itself(own, own)
+    assert action._stands_for_itself("{{ inventory_hostname in groups['spark_masters'] }}",
+                                      "{{ inventory_hostname in groups['spark_masters'] }}")
+    assert not action._stands_for_itself(8, own)  # the inventory's value: templated
+    for reads in ("{{ ansible_facts['memtotal_mb'] // 2 }}", "{{ hostvars[h].spark_worker_cores }}",
+                  "{{ lookup('ansible.builtin.file', 'x') }}", "{{ vars['spark_' ~ kind] }}"):
+        assert not action._stands_for_itself(reads, reads), reads
+    # Inside a list or dict of the role's files too.
+    units = [{"name": "spark-worker", "wanted": "{{ ansible_facts['os_family'] == 'Debian' }}"}]
+    assert not action._stands_for_itself(units, units)

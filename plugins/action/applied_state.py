@@ -268,8 +268,11 @@ class ActionModule(ActionBase):
                                 dict((r, ["sparkfleet_skip_unchanged is false"]) for r in roles))
         answer = {"due": [], "reasons": {}}
         if wanted:
+            # The preflight pass looks at the records only: drift alone does not call for the checks.
             answer = self._execute_module(module_name="sparkfleet.cluster.applied_state",
-                                          module_args=dict(state="check", path=path, roles=wanted), task_vars=task_vars)
+                                          module_args=dict(state="check", path=path, roles=wanted,
+                                                           drift=not task_vars.get("sparkfleet_preflight")),
+                                          task_vars=task_vars)
         if answer.get("failed"):
             return dict(result, **answer)
         # A role that declares nothing to check runs every time: its drift could not be seen.

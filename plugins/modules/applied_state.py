@@ -39,9 +39,16 @@ options:
         (C(files), C(units), C(packages), C(probes)).
     type: dict
     required: true
+  drift:
+    description:
+      - With V(false), C(check) compares the records and the inputs only, not the host's files, units,
+        packages and probes (the preflight pass: drift alone does not call for a role's checks).
+    type: bool
+    default: true
 notes:
   - C(files) entries are paths or shell-style globs; a directory stands for the files under it.
-    A file that did not exist when recorded must still not exist.
+    A file that did not exist when recorded must still not exist. A file is read again only when
+    its size, modification time, change time or inode differ from the record's.
   - A unit must be active and enabled; a package installed (dpkg); a probe (a command run without
     a shell) must print what it printed when recorded.
 """
@@ -83,6 +90,7 @@ import hashlib
 import json
 import os
 import tempfile
+import time
 
 from ansible.module_utils.basic import AnsibleModule
 
@@ -114,19 +122,32 @@ def _expand(patterns):
     return out
 
 
-def _files_state(patterns):
-    state = {}
-    for path in _expand(patterns):
+def _signature(path):
+    """What changes whenever a file's content does: a write moves its change time, which no tool
+    sets back (unlike the modification time)."""
+    info = os.lstat(path)
+    return [info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino]
+
+
+def _files_state(paths, known=None):
+    """Each file's checksum (or what stands in its place), and the signatures of the regular files.
+    A file whose signature is the one in known (an earlier record) keeps its recorded checksum
+    without being read: a no-op run reads no file's content (a Spark release is hundreds of MB)."""
+    state, signatures = {}, {}
+    known = known or {}
+    for path in paths:
         try:
             if os.path.islink(path):
                 state[path] = "link to %s" % os.readlink(path)
             elif os.path.isfile(path):
-                state[path] = _sha1(path)
+                signatures[path] = _signature(path)
+                recorded = known.get(path)
+                state[path] = recorded[0] if recorded and recorded[1] == signatures[path] else _sha1(path)
             else:
                 state[path] = "absent" if not os.path.lexists(path) else "other"
         except OSError as err:
             state[path] = "unreadable: %s" % err.strerror
-    return state
+    return state, signatures
 
 
 def _units_state(module, units):
@@ -191,7 +212,7 @@ def _read(directory, role):
         return None
 
 
-def _check(module, directory, role, want):
+def _check(module, directory, role, want, drift=True):
     record = _read(directory, role)
     if record is None:
         return ["no record of an earlier run"]
@@ -200,7 +221,11 @@ def _check(module, directory, role, want):
     changed = sorted(name for name in set(inputs) | set(recorded) if inputs.get(name) != recorded.get(name))
     if changed:
         reasons.append("inputs changed: %s" % ", ".join(changed[:10]))
-    current = _files_state(list(record.get("files", {})))
+    if not drift:
+        return reasons
+    signatures = record.get("signatures", {})
+    known = dict((path, (value, signatures.get(path))) for path, value in record.get("files", {}).items())
+    current, _signatures = _files_state(list(record.get("files", {})), known)
     reasons.extend("file %s %s" % (path, "is gone" if current[path] == "absent" else "changed")
                    for path, value in sorted(record.get("files", {}).items()) if current.get(path) != value)
     reasons.extend(_units_bad(_units_state(module, want.get("units", []))))
@@ -212,9 +237,15 @@ def _check(module, directory, role, want):
 
 
 def _write(directory, role, want, module):
+    files, signatures = _files_state(_expand(want.get("files", [])))
+    # File times move in clock ticks of some milliseconds: a file changed in the last seconds could
+    # change again within the same tick unseen. Those are read again on the next check.
+    settled = time.time_ns() - 2 * 10**9
+    signatures = dict((path, value) for path, value in signatures.items() if value[2] < settled)
     record = {
         "inputs": want.get("inputs", {}),
-        "files": _files_state(want.get("files", [])),
+        "files": files,
+        "signatures": signatures,
         "probes": _probes_state(module, want.get("probes", [])),
     }
     os.makedirs(directory, mode=0o700, exist_ok=True)
@@ -231,6 +262,7 @@ def main():
             state=dict(type="str", choices=["check", "record"], default="check"),
             path=dict(type="path", default="/var/lib/sparkfleet/applied"),
             roles=dict(type="dict", required=True),
+            drift=dict(type="bool", default=True),
         ),
         supports_check_mode=True,
     )
@@ -242,7 +274,7 @@ def main():
         module.exit_json(changed=False, recorded=sorted(roles))
     due, reasons = [], {}
     for role, want in roles.items():
-        found = _check(module, directory, role, want)
+        found = _check(module, directory, role, want, module.params["drift"])
         if found:
             due.append(role)
             reasons[role] = found[:MAX_REASONS]

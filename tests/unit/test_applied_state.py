@@ -83,6 +83,27 @@ def test_drift_in_a_declared_file_makes_the_role_due(host, drift, reason):
     assert answer["reasons"]["app"] == [reason.format(host)]
 
 
+def test_an_edit_that_keeps_size_and_modification_time_is_seen(host):
+    """A file whose signature is the record's is not read again; an edit moves its change time,
+    which `touch -r` cannot set back."""
+    conf = host / "etc" / "app" / "app.conf"
+    record(host, declared(host))
+    before = os.stat(conf)
+    conf.write_text("port = 9\n")  # same size
+    os.utime(conf, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert check(host, declared(host))["reasons"]["app"] == ["file %s changed" % conf]
+
+
+def test_a_check_without_drift_reads_the_records_only(host):
+    """The preflight pass: no record, or other inputs, make a role due; a drifted host alone does not."""
+    record(host, declared(host))
+    (host / "etc" / "app" / "app.conf").write_text("port = 2\n")
+    args = {"state": "check", "path": str(host / "records"), "roles": {"app": declared(host)}, "drift": False}
+    assert run(args, host)["due"] == []
+    args["roles"]["app"]["inputs"]["app_port"] = "p2"
+    assert run(args, host)["reasons"]["app"] == ["inputs changed: app_port"]
+
+
 def test_a_probe_that_answers_otherwise_makes_the_role_due(host):
     flag = host / "flag"
     flag.write_text("joined\n")
@@ -162,3 +183,15 @@ def test_a_value_of_the_roles_files_is_fingerprinted_by_its_text_unless_it_reads
     # Inside a list or dict of the role's files too.
     units = [{"name": "spark-worker", "wanted": "{{ ansible_facts['os_family'] == 'Debian' }}"}]
     assert not action._stands_for_itself(units, units)
+
+
+def test_a_file_whose_signature_is_recorded_is_not_read_again(host, action):
+    """The recorded checksum stands for a file whose size, times and inode are the record's."""
+    from ansible_collections.sparkfleet.cluster.plugins.modules import applied_state as module  # pylint: disable=import-outside-toplevel
+    conf = str(host / "etc" / "app" / "app.conf")
+    state, signatures = module._files_state([conf])
+    assert state[conf] == module._sha1(conf)
+    known = {conf: ("recorded-checksum", signatures[conf])}
+    assert module._files_state([conf], known)[0][conf] == "recorded-checksum"
+    (host / "etc" / "app" / "app.conf").write_text("port = 3\n")
+    assert module._files_state([conf], known)[0][conf] == module._sha1(conf)

@@ -450,9 +450,9 @@ class Bench:
         results = {config: self.playbook(config, self.args.playbook, "existing", label="noop") for config in configs}
         for config, run in results.items():
             self.record(config, "existing", "noop", run)
-        tuned, base = results["tuned"], results["baseline"]
+        tuned, base = results["tuned"], results.get("baseline")
         row = {"size": f"{self.args.existing} ({tuned.timings and max(t.hosts for t in tuned.timings)} hosts)",
-               "figure": "noop", "tuned": tuned.seconds, "baseline": base.seconds,
+               "figure": "noop", "tuned": tuned.seconds, "baseline": base.seconds if base else None,
                "tasks": len(tuned.timings), "cpu": (tuned.controller_cpu, tuned.hosts_cpu),
                "notes": "; ".join([f"{c} changed={r.stats.get('changed')}" for c, r in results.items()
                                    if r.stats.get("changed")]
@@ -464,7 +464,8 @@ class Bench:
 
     def main(self):
         self.artifact_tables = []
-        configs = ["tuned", "baseline"] + (["mitogen"] if self.args.mitogen else [])
+        configs = (["tuned"] + (["baseline"] if self.args.baseline != "none" else [])
+                   + (["mitogen"] if self.args.mitogen else []))
         if self.args.existing:
             self.report(self.existing(configs))
             return
@@ -481,7 +482,7 @@ class Bench:
                 if figure not in self.args.figures:
                     continue
                 tuned = results["tuned"].get(figure)
-                base = results["baseline"].get(figure)
+                base = results.get("baseline", {}).get(figure)
                 notes = "; ".join(filter(None, [f"tuned: {tuned[2]}" if tuned and tuned[2] else "",
                                                 f"baseline: {base[2]}" if base and base[2] else ""]))
                 row = {"size": size, "figure": figure, "tuned": tuned[0] if tuned else None,
@@ -504,15 +505,35 @@ class Bench:
         table = figures_table(rows)
         lines = [f"# sparkfleet bench {stamp}", "", f"Reproduce: `{command}` (from {ROOT})", "",
                  f"Machine: {os.cpu_count()} CPUs, {platform_line()}", "", table, "",
-                 "Baseline: " + (" ".join(f"{k}={v}" for k, v in BASELINE_ENV.items()) if self.args.baseline == "ansible"
-                                 else "the tuned configuration with -e sparkfleet_skip_unchanged=false (every role runs)"), ""]
+                 "Baseline: " + BASELINE_LINES[self.args.baseline](), ""] + scaling_lines(rows)
         for title, tasks in self.artifact_tables:
             lines += [f"## {title}", "", tasks, ""]
         RESULTS.mkdir(parents=True, exist_ok=True)
         path = RESULTS / f"{stamp}.md"
         path.write_text("\n".join(lines))
         print("\n" + table + "\n")
+        print("\n".join(scaling_lines(rows)))
         print(f"Written to {path.relative_to(ROOT)}; reproduce with: {command}")
+
+
+BASELINE_LINES = {
+    "ansible": lambda: " ".join(f"{k}={v}" for k, v in BASELINE_ENV.items()),
+    "every-role": lambda: "the tuned configuration with -e sparkfleet_skip_unchanged=false (every role runs)",
+    "none": lambda: "none (the tuned configuration only)",
+}
+
+
+def scaling_lines(rows) -> list:
+    """How each tuned figure grows with the cluster: its seconds at each size over those at the
+    smallest size of this invocation."""
+    lines = []
+    for figure in FIGURES:
+        sized = [(r["size"], r["tuned"]) for r in rows if r["figure"] == figure and isinstance(r["size"], int) and r["tuned"]]
+        if len(sized) > 1:
+            (first, base), rest = sized[0], sized[1:]
+            lines.append(f"Scaling, {figure} (tuned): " + ", ".join(
+                f"{size} workers {ratio(value, base)} the time at {first}" for size, value in rest))
+    return lines + ([""] if lines else [])
 
 
 def platform_line() -> str:
@@ -529,7 +550,7 @@ def parse_args(argv):
                         help="worker counts (1 master + N workers each; default: 2 4)")
     parser.add_argument("--figures", default=",".join(FIGURES),
                         help=f"comma-separated subset of {','.join(FIGURES)} (default: all)")
-    parser.add_argument("--baseline", choices=["ansible", "every-role"], default="ansible",
+    parser.add_argument("--baseline", choices=["ansible", "every-role", "none"], default="ansible",
                         help="what the tuned configuration is compared with: plain Ansible defaults (ansible), or the "
                              "tuned configuration with the applied-state gate off (every-role: every role runs)")
     parser.add_argument("--mitogen", action="store_true",

@@ -168,3 +168,10 @@ def test_arguments(sfbench):
         sfbench.parse_args(["--figures", "warp"])
     with pytest.raises(SystemExit):
         sfbench.parse_args(["0"])
+
+
+def test_scaling_lines_compare_each_size_with_the_smallest(sfbench):
+    rows = [{"size": 2, "figure": "noop", "tuned": 20.0}, {"size": 8, "figure": "noop", "tuned": 26.0},
+            {"size": 2, "figure": "replace", "tuned": 50.0}]
+    assert sfbench.scaling_lines(rows) == ["Scaling, noop (tuned): 8 workers 1.30x the time at 2", ""]
+    assert sfbench.scaling_lines(rows[:1]) == []

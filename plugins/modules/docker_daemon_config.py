@@ -22,8 +22,10 @@ description:
     nothing, and a file that only differs in formatting is left alone.
   - A missing or empty file is an empty object. A file that is not a JSON object is refused, with the parser's
     message, and left as it is.
-  - Restarting (or reloading) dockerd so that it reads the file is up to the caller, for example from a
-    handler notified when the task reports a change.
+  - Restarting dockerd so that it reads the file is up to the caller. With O(backup=true) the result has what the
+    C(copy) and C(template) modules return for a backup (C(dest), C(backup_file)), so it can be given to the
+    service role's C(service_revert_files), which puts the previous file back when dockerd does not come back
+    with the new one.
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
 attributes:
@@ -56,7 +58,8 @@ options:
     default: []
   backup:
     description:
-      - Keep a copy of the file, with a timestamp in its name, before changing it.
+      - Keep a copy of the file, with a timestamp in its name, before changing it (returned as RV(backup_file)).
+        The caller removes it when it is no longer needed.
     type: bool
     default: false
 notes:
@@ -89,7 +92,15 @@ EXAMPLES = r"""
         max-size: 50m
         max-file: "3"
     backup: true
-  notify: Restart docker
+  register: daemon_json
+
+- name: Restart dockerd when the file changed; put the previous one back if it does not come back
+  ansible.builtin.include_role:
+    name: sparkfleet.cluster.service
+  vars:
+    service_units: [{name: docker, wanted: true, packaged: true}]
+    service_restart: "{{ ['docker'] if daemon_json is changed else [] }}"
+    service_revert_files: ["{{ daemon_json }}"]
 
 - name: Stop using the NVIDIA runtime
   sparkfleet.cluster.docker_daemon_config:
@@ -108,6 +119,11 @@ config:
   sample: {"default-runtime": "nvidia", "log-driver": "json-file", "runtimes": {"nvidia": {"path": "nvidia-container-runtime", "runtimeArgs": []}}}
 path:
   description: The file.
+  returned: always
+  type: str
+  sample: /etc/docker/daemon.json
+dest:
+  description: The file, under the name the C(copy) and C(template) modules give it.
   returned: always
   type: str
   sample: /etc/docker/daemon.json
@@ -228,7 +244,7 @@ def main():
         supports_check_mode=True,
     )
     path = module.params["path"]
-    result = dict(changed=False, path=path)
+    result = dict(changed=False, path=path, dest=path)
 
     if os.path.isdir(path):
         module.fail_json(msg="%s is a directory" % path, **result)

@@ -190,6 +190,31 @@ def test_backup(daemon_json, capsys):
     assert result["changed"] is False and "backup_file" not in result
 
 
+def test_a_backup_is_what_the_service_role_puts_back(daemon_json, capsys):
+    # service_revert_files: copy src=backup_file dest=dest (remote_src), mode preserved.
+    code, result = run({"path": str(daemon_json), "settings": NVIDIA, "backup": True}, capsys)
+    assert code == 0 and result["changed"] is True
+    assert result["dest"] == result["path"] == str(daemon_json)
+    assert os.path.dirname(result["backup_file"]) == str(daemon_json.parent)
+    assert stat.S_IMODE(os.stat(result["backup_file"]).st_mode) == stat.S_IMODE(os.stat(daemon_json).st_mode)
+
+
+def test_no_backup_of_a_missing_file_nor_without_a_change(tmp_path, capsys):
+    path = tmp_path / "docker" / "daemon.json"
+    code, result = run({"path": str(path), "settings": NVIDIA, "backup": True}, capsys)
+    assert code == 0 and result["changed"] is True and "backup_file" not in result
+    assert result["dest"] == str(path)
+    code, result = run({"path": str(path), "settings": NVIDIA, "backup": True}, capsys)
+    assert result["changed"] is False and "backup_file" not in result
+
+
+def test_no_backup_in_check_mode(daemon_json, capsys):
+    code, result = run({"path": str(daemon_json), "settings": NVIDIA, "backup": True, "_ansible_check_mode": True},
+                       capsys)
+    assert code == 0 and result["changed"] is True and "backup_file" not in result
+    assert sorted(p.name for p in daemon_json.parent.iterdir()) == ["daemon.json"]
+
+
 def test_a_directory_is_refused(tmp_path, capsys):
     code, result = run({"path": str(tmp_path), "settings": NVIDIA}, capsys)
     assert code == 1 and "is a directory" in result["msg"]

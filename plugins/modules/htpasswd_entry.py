@@ -1,0 +1,145 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: sparkfleet contributors
+# Apache License 2.0
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: htpasswd_entry
+short_description: The bcrypt htpasswd line of one account, keeping the file's hash while it matches
+version_added: 0.1.0
+description:
+  - 'Returns the line C(<name>:<bcrypt hash>) of O(name) with O(password): the one O(path) already holds for O(name)
+    when its hash is a bcrypt hash of O(password), else one with a new hash (a random salt, cost 12). The same
+    password therefore gives the same line on every run.'
+  - 'Changes nothing. Write the line with C(ansible.builtin.copy) (with C(backup), so that the previous file can be
+    put back, for example by the service role''s C(service_revert_files)); unlike C(community.general.htpasswd),
+    which writes the file itself and keeps no copy.'
+  - A missing O(path) holds no account. Run it with C(no_log), as the line checks the password.
+requirements:
+  - bcrypt (Debian's python3-bcrypt) on the host
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
+  platform:
+    platforms: posix
+options:
+  path:
+    description:
+      - The htpasswd file the line is meant for.
+    type: path
+    required: true
+  name:
+    description:
+      - The account.
+    type: str
+    required: true
+  password:
+    description:
+      - Its password.
+    type: str
+    required: true
+seealso:
+  - module: community.general.htpasswd
+author:
+  - sparkfleet maintainers (!UNKNOWN)
+"""
+
+EXAMPLES = r"""
+- name: The registry's account (bcrypt, the only scheme the registry's htpasswd backend reads)
+  sparkfleet.cluster.htpasswd_entry:
+    path: /etc/docker/registry/htpasswd
+    name: sparkfleet
+    password: "{{ registry_password }}"
+  register: entry
+  no_log: true
+
+- name: Write it, keeping the previous file until the registry answers
+  ansible.builtin.copy:
+    content: "{{ entry.line }}\n"
+    dest: /etc/docker/registry/htpasswd
+    mode: "0640"
+    backup: true
+  no_log: true
+"""
+
+RETURN = r"""
+line:
+  description: C(<name>:<bcrypt hash>), without a newline.
+  returned: success
+  type: str
+  sample: "sparkfleet:$2b$12$0Q9Xy8bK0Vq3iQy5Jf6r9e0q3L1m4X5yYk3t9m3b2c1a0Zx9w8v7u"
+kept:
+  description: Whether the hash is the one O(path) already held (it matches O(password)).
+  returned: success
+  type: bool
+"""
+
+import os
+
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible.module_utils.common.text.converters import to_bytes, to_native, to_text
+
+try:
+    import bcrypt
+    HAS_BCRYPT = True
+except ImportError:
+    bcrypt = None
+    HAS_BCRYPT = False
+
+BCRYPT_PREFIXES = ("$2a$", "$2b$", "$2y$")
+
+
+def current_hash(text, name):
+    """The hash ``text`` (an htpasswd file) holds for ``name``; None when it holds none."""
+    for line in text.splitlines():
+        user, sep, hashed = line.partition(":")
+        if sep and user == name:
+            return hashed.strip()
+    return None
+
+
+def entry(name, password, existing, hasher):
+    """(line, kept): ``existing`` when it is a bcrypt hash of ``password``, else a new hash."""
+    secret = to_bytes(password)
+    if existing and existing.startswith(BCRYPT_PREFIXES):
+        try:
+            if hasher.checkpw(secret, to_bytes(existing)):
+                return "%s:%s" % (name, existing), True
+        except ValueError:
+            pass  # a damaged hash: replaced below
+    return "%s:%s" % (name, to_text(hasher.hashpw(secret, hasher.gensalt(12)))), False
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            path=dict(type="path", required=True),
+            name=dict(type="str", required=True),
+            password=dict(type="str", required=True, no_log=True),
+        ),
+        supports_check_mode=True,
+    )
+    if not HAS_BCRYPT:
+        module.fail_json(msg=missing_required_lib("bcrypt (Debian's python3-bcrypt)"))
+    path, name = module.params["path"], module.params["name"]
+    if ":" in name or "\n" in name:
+        module.fail_json(msg="an htpasswd account name holds no ':' nor newline: %r" % name)
+    text = ""
+    if os.path.exists(path):
+        try:
+            with open(path, "r") as handle:
+                text = handle.read()
+        except (IOError, OSError, UnicodeDecodeError) as exc:
+            module.fail_json(msg="cannot read %s: %s" % (path, to_native(exc)))
+    line, kept = entry(name, module.params["password"], current_hash(text, name), bcrypt)
+    module.exit_json(changed=False, line=line, kept=kept)
+
+
+if __name__ == "__main__":
+    main()

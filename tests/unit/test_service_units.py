@@ -1,0 +1,85 @@
+"""The service role's units: rendered ones and those a package ships (packaged: true), as the
+role's vars/main.yml sorts them (what is rendered, removed, or only stopped and disabled)."""
+
+import pytest
+
+from conftest import RoleRenderer
+
+SPARK = {"name": "spark-worker", "description": "Spark worker", "exec_start": "/opt/spark/sbin/w", "wanted": True}
+OLD = {"name": "spark-history", "description": "history", "exec_start": "/opt/spark/sbin/h", "wanted": False}
+DOCKER = {"name": "docker", "wanted": True, "packaged": True}
+REGISTRY = {"name": "docker-registry", "wanted": False, "packaged": True}
+# Written out, as a caller could: the same as leaving the key out.
+RENDERED = {"name": "livy-server", "description": "Livy", "exec_start": "/opt/livy/bin/livy-server", "wanted": False,
+            "packaged": False}
+
+
+def _value(expression, units):
+    return RoleRenderer("service", extra={"service_units": units}).value(expression)
+
+
+@pytest.mark.parametrize("units", [[SPARK, OLD], [SPARK, OLD, DOCKER, REGISTRY, RENDERED]])
+def test_units_without_the_key_are_rendered(units):
+    names = [u["name"] for u in _value("__service_rendered_units", units)]
+    assert names == [u["name"] for u in units if not u.get("packaged")]
+
+
+def test_packaged_units_are_not_rendered():
+    units = [SPARK, OLD, DOCKER, REGISTRY, RENDERED]
+    assert _value("__service_packaged_names", units) == ["docker", "docker-registry"]
+    assert _value("__service_rendered_units | selectattr('wanted') | map(attribute='name') | list", units) == [
+        "spark-worker"]
+
+
+def test_unwanted_rendered_units_are_removed_packaged_ones_only_stopped():
+    units = [SPARK, OLD, DOCKER, REGISTRY, RENDERED]
+    assert _value("__service_unwanted_rendered_names", units) == ["spark-history", "livy-server"]
+    assert _value("__service_unwanted_packaged_names", units) == ["docker-registry"]
+
+
+def test_no_units_nothing_to_do():
+    for name in ("__service_packaged_names", "__service_rendered_units", "__service_unwanted_rendered_names",
+                 "__service_unwanted_packaged_names"):
+        assert _value(name, []) == []
+
+
+def test_a_templated_wanted_flag_decides_for_packaged_units_too():
+    units = [{"name": "systemd-timesyncd", "packaged": True, "wanted": "{{ 1 == 2 }}"}]
+    assert _value("__service_unwanted_packaged_names", units) == ["systemd-timesyncd"]
+    assert _value("__service_rendered_units", units) == []
+
+
+def _restart(units, restart, rendered_changed=(), started_changed=()):
+    extra = {
+        "service_units": units,
+        "service_restart": list(restart),
+        "__service_rendered": {"results": [{"item": u, "changed": u["name"] in rendered_changed}
+                                           for u in units if u["wanted"] and not u.get("packaged")]},
+        "__service_started": {"results": [{"item": u, "changed": u["name"] in started_changed}
+                                          for u in units if u["wanted"]]},
+    }
+    return RoleRenderer("service", extra=extra).value("__service_to_restart")
+
+
+def test_a_packaged_unit_restarts_only_when_told():
+    assert _restart([DOCKER], []) == []
+    assert _restart([DOCKER], ["docker"]) == ["docker"]
+
+
+def test_a_packaged_unit_just_started_is_not_restarted():
+    assert _restart([DOCKER], ["docker"], started_changed=["docker"]) == []
+
+
+def test_an_unwanted_packaged_unit_is_not_restarted():
+    assert _restart([REGISTRY, DOCKER], ["docker-registry", "docker"]) == ["docker"]
+
+
+def test_callers_order_then_changed_unit_files():
+    units = [SPARK, DOCKER]
+    assert _restart(units, ["docker"], rendered_changed=["spark-worker"]) == ["docker", "spark-worker"]
+
+
+def test_no_rendered_unit_at_all():
+    extra = {"service_units": [DOCKER], "service_restart": ["docker"],
+             "__service_rendered": {"results": [], "skipped": True}, "__service_started": {"results": []}}
+    assert RoleRenderer("service", extra=extra).value("__service_to_restart") == ["docker"]

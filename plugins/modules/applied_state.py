@@ -42,7 +42,7 @@ options:
   drift:
     description:
       - With V(false), C(check) compares the records and the inputs only, not the host's files, units,
-        packages and probes (the preflight pass: drift alone does not call for a role's checks).
+        packages and probes (the preflight pass, where drift alone does not call for a role's checks).
     type: bool
     default: true
 notes:

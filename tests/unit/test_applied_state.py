@@ -174,8 +174,8 @@ def test_a_value_of_the_roles_files_is_fingerprinted_by_its_text_unless_it_reads
     overrides it or it reads facts, other hosts' variables or lookups."""
     own = "{{ spark_worker_cores | int * 2 }}"
     assert action._stands_for_itself(own, own)
-    assert action._stands_for_itself("{{ inventory_hostname in groups['spark_masters'] }}",
-                                      "{{ inventory_hostname in groups['spark_masters'] }}")
+    placed = "{{ inventory_hostname in groups['spark_masters'] }}"
+    assert action._stands_for_itself(placed, placed)
     assert not action._stands_for_itself(8, own)  # the inventory's value: templated
     for reads in ("{{ ansible_facts['memtotal_mb'] // 2 }}", "{{ hostvars[h].spark_worker_cores }}",
                   "{{ lookup('ansible.builtin.file', 'x') }}", "{{ vars['spark_' ~ kind] }}"):

@@ -36,8 +36,8 @@ INVENTORY = {"all": {"children": {
     "role_worker": {"hosts": {"localhost": {}}}}}}
 
 
-def preflight(tmp_path, **extra):
-    (tmp_path / "hosts.yml").write_text(json.dumps(INVENTORY))
+def preflight(tmp_path, inventory=None, **extra):
+    (tmp_path / "hosts.yml").write_text(json.dumps(inventory or INVENTORY))
     roles = [r for r in ROLES if (ROOT / "roles" / r.rsplit(".", 1)[1]).is_dir()]
     (tmp_path / "play.yml").write_text(PLAY.format(roles=json.dumps(roles)))
     env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_FORCE_COLOR="0", ANSIBLE_NOCOLOR="1",
@@ -89,6 +89,31 @@ def test_mesos_with_spark_3_5_and_a_build_is_accepted(tmp_path):
     rc, out = preflight(tmp_path, spark_version="3.5.8", spark_cluster_manager="mesos",
                         mesos_package_url="https://artifacts.example/mesos_1.11.0_amd64.deb",
                         mesos_checksum="sha256:" + "a" * 64)
+    assert rc == 0, out
+
+
+def _two_masters(zookeeper):
+    """localhost and a second master (also this machine), with these hosts in role_zookeeper."""
+    local = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}
+    groups = {"role_master": {"hosts": {"localhost": local, "m2": local}}, "role_worker": {"hosts": {"localhost": {}}}}
+    if zookeeper:
+        groups["role_zookeeper"] = {"hosts": {host: {} for host in zookeeper}}
+    return {"all": {"children": groups}}
+
+
+MESOS_BUILD = {"spark_version": "3.5.8", "spark_cluster_manager": "mesos", "mesos_checksum": "sha256:" + "a" * 64,
+               "mesos_package_url": "https://artifacts.example/mesos_1.11.0_amd64.deb"}
+
+
+def test_several_mesos_masters_without_zookeeper_are_refused(tmp_path):
+    rc, out = preflight(tmp_path, inventory=_two_masters([]), **MESOS_BUILD)
+    assert rc != 0, out
+    assert "'mesos_masters' has 2 masters (localhost, m2) that elect their leader in ZooKeeper" in out
+    assert "no host is in the 'zookeeper' group" in out
+
+
+def test_several_mesos_masters_with_a_zookeeper_group_are_accepted(tmp_path):
+    rc, out = preflight(tmp_path, inventory=_two_masters(["localhost"]), **MESOS_BUILD)
     assert rc == 0, out
 
 

@@ -21,11 +21,11 @@ def test_livy_follows_the_cluster_manager():
     assert zk.value("__livy_spark_master", "m1") == "mesos://zk://m1:2181,m2:2181/mesos"
 
 
-def test_mesos_role_builds_the_zookeeper_url_from_its_masters():
-    renderer = RoleRenderer("mesos", {"mesos_masters": ["m1", "m2", "m3"], "mesos_agents": ["w1"]},
-                            extra={"mesos_zookeeper_enabled": True})
+def test_mesos_role_builds_the_zookeeper_url_from_the_zookeeper_group():
+    renderer = RoleRenderer("mesos", {"mesos_masters": ["m1", "m2", "m3"], "mesos_agents": ["w1"],
+                                      "zookeeper": ["m1", "m2", "m3"]})
     assert renderer.value("mesos_zookeeper_url", "m1") == "zk://m1:2181,m2:2181,m3:2181/mesos"
     assert str(renderer.value("__mesos_quorum", "m1")) == "2"
-    single = RoleRenderer("mesos", {"mesos_masters": ["m1"], "mesos_agents": ["w1"]})
+    single = RoleRenderer("mesos", {"mesos_masters": ["m1"], "mesos_agents": ["w1"], "zookeeper": ["z1"]})
     assert single.value("mesos_zookeeper_url", "m1") == ""
     assert single.value("__mesos_master_url", "w1") == "m1:5050"

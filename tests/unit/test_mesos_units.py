@@ -1,4 +1,4 @@
-"""The mesos role's daemons and ZooKeeper ensemble, rendered from its own defaults."""
+"""The mesos role's daemons, rendered from its own defaults and the cluster-wide ZooKeeper ensemble."""
 
 from conftest import RoleRenderer
 
@@ -27,14 +27,34 @@ def test_single_master_without_zookeeper():
     assert renderer.value("__mesos_release_dir", "m1") == "/opt/mesos/releases/mesos-1.11.0-debian12"
 
 
-def test_ha_masters_elect_through_zookeeper():
-    found, renderer = units(HA, "m2", mesos_zookeeper_enabled=True)
+def test_ha_masters_elect_through_the_zookeeper_group():
+    """Several masters: ZooKeeper on by default, the zookeeper role's ensemble and client port."""
+    groups = dict(HA, zookeeper=["z1", "z2", "z3"])
+    found, renderer = units(groups, "m2", spark_cluster_manager="mesos")
     master = found["mesos-master"]["exec_start"].split()
-    assert "--zk=zk://m1:2181,m2:2181,m3:2181/mesos" in master and "--quorum=2" in master
-    agent = units(HA, "w1", mesos_zookeeper_enabled=True)[0]["mesos-agent"]["exec_start"].split()
-    assert "--master=zk://m1:2181,m2:2181,m3:2181/mesos" in agent
-    zoo = dict(line.split("=", 1) for line in renderer.render("zoo.cfg.j2", "m2").splitlines() if "=" in line)
-    assert zoo["server.1"] == "m1:2888:3888" and zoo["server.3"] == "m3:2888:3888" and zoo["clientPort"] == "2181"
+    assert "--zk=zk://z1:2181,z2:2181,z3:2181/mesos" in master and "--quorum=2" in master
+    agent = units(groups, "w1")[0]["mesos-agent"]["exec_start"].split()
+    assert "--master=zk://z1:2181,z2:2181,z3:2181/mesos" in agent
+    # ZooKeeper's ports are the zookeeper role's to check, not this role's.
+    assert renderer.value("__mesos_host_ports", "m2") == {"mesos_master_port": 5050}
+    moved = units(groups, "m1", zookeeper_client_port=2281, zookeeper_servers=["m1", "m2", "m3"])[0]
+    assert "--zk=zk://m1:2281,m2:2281,m3:2281/mesos" in moved["mesos-master"]["exec_start"].split()
+
+
+def test_one_master_uses_zookeeper_when_asked():
+    groups = dict(SINGLE, zookeeper=["m1"])
+    assert not [a for a in units(groups, "m1")[0]["mesos-master"]["exec_start"].split() if a.startswith("--zk")]
+    found, renderer = units(groups, "m1", mesos_zookeeper_enabled=True)
+    assert "--zk=zk://m1:2181/mesos" in found["mesos-master"]["exec_start"].split()
+    assert "--quorum=1" in found["mesos-master"]["exec_start"].split()
+    assert renderer.value("__mesos_master_url", "w1") == "zk://m1:2181/mesos"
+
+
+def test_ha_masters_without_zookeeper_servers_get_no_url():
+    """validate.yml refuses this (mesos_zookeeper_enabled with an empty mesos_zookeeper_url)."""
+    renderer = RoleRenderer("mesos", HA, extra=TARBALL)
+    assert renderer.value("mesos_zookeeper_enabled", "m1") is True
+    assert renderer.value("mesos_zookeeper_url", "m1") == ""
 
 
 def test_a_package_installs_under_usr():

@@ -58,9 +58,9 @@ endif
 help: ## List the targets.
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
 
-# uv installs the pinned requirements into the virtualenv (measured on 2 cores, cold downloads:
-# 15 s and 21 CPU-s, against pip's 42 s and 75 CPU-s with its cache warm): that is the start of every
-# fresh run (CI's), before anything else can. pip does it when uv cannot be installed, or when pip
+# uv installs the pinned requirements into the virtualenv, in a fraction of pip's time and CPU even
+# when pip's cache is warm (bench/figures.md): that is the start of every fresh run (CI's), before
+# anything else can. pip does it when uv cannot be installed, or when pip
 # is given an index of its own (PIP_INDEX_URL or index-url in pip.conf: uv would not read it). uv
 # trusts the system store (extra CA certificates, a proxy's) and PIP_CERT when set, as pip does.
 UV_VERSION ?= 0.13.9

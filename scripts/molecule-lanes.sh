@@ -4,9 +4,10 @@
 #   lane 1: the scenarios of $SCENARIOS not in $SIDE_SCENARIOS, in order, output as it comes;
 #   lane 2: those in $SIDE_SCENARIOS (each on its own hosts, ports, networks and controller
 #           credentials), in order, output to a log printed when done.
-# A converge keeps about one of this machine's two cores busy (measured: 30-45 % idle on 2 cores
-# during converges, more during the scenarios' waits for jobs, restarts and the idle culler), so two
-# lanes finish sooner than one. MOLECULE_LANES=1 runs everything in one lane, in $SCENARIOS' order.
+# A converge keeps about one of this machine's two cores busy (the other is largely idle during
+# converges, more so during the scenarios' waits for jobs, restarts and the idle culler; figures in
+# bench/figures.md), so two lanes finish sooner than one. MOLECULE_LANES=1 runs everything in one
+# lane, in $SCENARIOS' order.
 # Scenarios whose software cannot be downloaded here are skipped with the reason printed (each
 # scenario also skips by itself when run directly).
 set -uo pipefail

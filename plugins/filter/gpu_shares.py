@@ -5,8 +5,8 @@
 
 ``gpu_shares(gpus, shares=None, memory_per_share_mb=None)``
     Each physical GPU advertised as N shares named ``<uuid>``, ``<uuid>-2``, ...
-    ``<uuid>-N`` (the seed hub shared each 12 GB GPU three ways: GPU-ABCD,
-    GPU-ABCD-2, GPU-ABCD-3). N is given (``shares``), or derived from each GPU's
+    ``<uuid>-N`` (a 12 GB GPU shared three ways, so that three notebooks can use
+    it: GPU-ABCD, GPU-ABCD-2, GPU-ABCD-3). N is given (``shares``), or derived from each GPU's
     memory and a per-notebook budget (``memory_per_share_mb``).
 
 ``gpu_generic_resources(share_ids, kind='NVIDIA-GPU')``

@@ -44,8 +44,8 @@ TASK_LISTS = ("block", "rescue", "always", "tasks", "pre_tasks", "post_tasks", "
 
 
 # libyaml's loader when PyYAML has it: the filters run in a fresh worker process for each task that
-# uses them, and read every role's files each time (about 1 s with the pure-Python loader, a tenth
-# of that with libyaml's).
+# uses them, and read every role's files each time, which the pure-Python loader makes several
+# times slower (bench/figures.md).
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 

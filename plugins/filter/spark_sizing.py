@@ -27,7 +27,8 @@ so every host's configuration, as it was (unless the shift crosses a step).
 ``spark_executor_sizing(offers, max_cores=4, headroom=0.1)``
     Executor cores and heap for a cluster whose workers make ``offers``: sized
     on the smallest worker so an executor fits anywhere; at most ``max_cores``
-    cores (the seed cluster ran 4-core / 18 GB executors), as many executors as
+    cores (4 by default: the 4-core / 18 GB executors of a typical Dataproc GPU
+    cluster), as many executors as
     fit, each an equal share of memory less ``headroom`` for JVM overhead
     (standalone workers do not add spark.executor.memoryOverhead).
 """

@@ -1,7 +1,7 @@
 """tests/lab/run's opening, with docker and ansible-playbook stood in for: on a clean engine it goes
-straight to make lab's first playbook, and a lab already running is removed first. (CI once failed
-after 8 s: on an engine without a lab, the leftover check's grep found nothing, and under pipefail
-that ended the script.)"""
+straight to make lab's first playbook, and a lab already running is removed first. The clean
+engine is the case to watch: there the leftover check's grep finds nothing and exits 1, which under
+pipefail would end the script before it starts the lab."""
 
 import os
 import pathlib

@@ -96,8 +96,8 @@ def _check_gate(play, where):
         role = task["ansible.builtin.include_role"]["name"].removeprefix("sparkfleet.cluster.")
         when = task["when"] if isinstance(task["when"], list) else [task["when"]]
         assert f"'{role}' in __sparkfleet_applied.due" in when, f"{where}: {role} runs whether due or not"
-        # Included under any --tags, as roles: were (their checks are tagged always); the role's own
-        # tasks carry its tags.
+        # Included under any --tags, as a play's roles: are (their checks are tagged always); the
+        # role's own tasks carry its tags.
         assert task["tags"] == ["always"] and role in task["ansible.builtin.include_role"]["apply"]["tags"], where
         included.append(role)
     assert included == listed, f"{where}: includes {included}, the gate lists {listed}"
@@ -292,7 +292,8 @@ def _lab_host_ports():
 def test_scenarios_and_the_lab_publish_distinct_controller_ports():
     """Each scenario publishes controller ports of its own, none of them the lab's: the lanes run two
     scenarios at a time, and the suite runs beside a lab a user (or an earlier run: its containers
-    restart with the engine) left up. CI once failed on a scenario publishing the lab's 8443."""
+    restart with the engine) left up: a scenario publishing one of the lab's ports (8443, say)
+    fails to start beside it."""
     lab = _lab_host_ports()
     assert {2220, 2221, 2222, 2223, 8443, 8444} <= lab
     owners = {}

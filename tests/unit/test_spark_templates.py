@@ -163,7 +163,7 @@ def test_rapids_pinned_pool_and_extra_settings():
 
 
 def test_rolling_restarts_keep_applications_by_default():
-    """Issue 11: the master keeps its state across a restart, workers decommission gracefully."""
+    """For rolling restarts: the master keeps its state across a restart, workers decommission gracefully."""
     props = properties(render("spark-defaults.conf.j2"))
     assert props["spark.deploy.recoveryMode"] == "FILESYSTEM"
     assert props["spark.deploy.recoveryDirectory"] == "/var/lib/spark/recovery"
@@ -174,7 +174,7 @@ def test_rolling_restarts_keep_applications_by_default():
 
 
 def test_several_masters_elect_their_leader_in_zookeeper():
-    """Issue 11: master high availability as Spark documents it (recoveryMode ZOOKEEPER)."""
+    """Master high availability as Spark documents it (recoveryMode ZOOKEEPER)."""
     groups = {**GROUPS, "spark_masters": ["m1", "m2"], "zookeeper": ["m1", "m2", "w1"]}
     props = properties(render("spark-defaults.conf.j2", groups=groups))
     assert props["spark.master"] == "spark://m1:7077,m2:7077"

@@ -42,7 +42,7 @@ def test_shares_derived_from_memory_per_gpu():
 
 
 def test_a_12_gb_gpu_reports_less_than_12_gib():
-    # The seed shared each 12 GB GPU three ways, "4 GB" each: a 4096 MiB budget gives two.
+    # A 12 GB GPU shared three ways is "4 GB" each, yet a 4096 MiB budget gives two.
     assert len(shares.gpu_shares([K80], memory_per_share_mb=4096)) == 2
     assert len(shares.gpu_shares([K80], memory_per_share_mb=3813)) == 3
     assert len(shares.gpu_shares([K80], 3)) == 3
@@ -164,7 +164,7 @@ def runtime_config_toml(kind):
 
 @pytest.mark.parametrize("kind, variable", [
     ("NVIDIA-GPU", "DOCKER_RESOURCE_NVIDIA-GPU"),   # the default
-    ("gpu", "DOCKER_RESOURCE_GPU"),                 # the seed's ($DOCKER_RESOURCE_GPU)
+    ("gpu", "DOCKER_RESOURCE_GPU"),                 # a lower-case kind ($DOCKER_RESOURCE_GPU)
     ("Tesla.GPU_v2", "DOCKER_RESOURCE_TESLA.GPU_V2"),
 ])
 def test_the_runtime_reads_the_variable_swarm_sets(kind, variable):

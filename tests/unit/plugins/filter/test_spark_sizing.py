@@ -62,7 +62,7 @@ def test_worker_offer_with_both_overrides_needs_no_facts():
 
 
 def test_seed_cluster_shape_four_core_executors():
-    # The seed ran 4-core / 18 GB executors on 16-vCPU, ~80 GB workers.
+    # A typical Dataproc GPU cluster: 4-core / 18 GB executors on 16-vCPU, ~80 GB workers.
     result = sizing.spark_executor_sizing([{"cores": 16, "memory_mb": 80 * 1024}], 4)
     assert result["cores"] == 4
     assert result["per_worker"] == 4

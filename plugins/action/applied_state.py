@@ -3,15 +3,15 @@
 # Apache License 2.0
 """The applied-state gate: which of a play's roles are due on a host.
 
-A plain re-run that changes nothing used to run every task of every role on every host, and the
-controller pays a roughly fixed cost per host and task, skipped ones included. The layer playbooks
-call this action once per play instead: a role is *due* on a host when
+The controller pays a roughly fixed cost per host and task, skipped ones included, so a re-run
+that changes nothing must not run every task of every role on every host. The layer playbooks call
+this action once per play instead, and include only the roles *due* on each host: a role is due when
 
 - the host has no record of it (a new host, a role never applied there),
 - its inputs differ from those it was applied with: the code of the role and of the roles it
-  includes, the collection's plugins, and the values of the variables its files name (templated,
-  so a value derived from facts or other variables counts), the inventory's groups, and each
-  host's addresses and size,
+  includes, the collection's plugins, and the values of the variables its files name (templated
+  where they read facts, other hosts' variables or lookups: see _stands_for_itself), the
+  inventory's groups, and each host's addresses and size,
 - or the host drifted: a file the role declares differs from what the role left there, a unit it
   declares is not active and enabled, a package it declares is missing, a probe it declares
   (a command) answers otherwise.

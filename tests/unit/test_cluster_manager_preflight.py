@@ -27,6 +27,7 @@ PLAY = """
       ansible.builtin.include_role:
         name: "{{{{ item }}}}"
         tasks_from: validate
+        public: true
       loop: {roles}
 """
 

@@ -86,6 +86,7 @@ def _check_gate(play, where):
     assert gate["register"] == "__sparkfleet_applied" and gate["tags"] == ["always"], where
     check = checks["ansible.builtin.include_role"]
     assert check["tasks_from"] == "validate" and check["name"] == "sparkfleet.cluster.{{ __sparkfleet_role }}", where
+    assert check["public"] is True, where
     assert checks["loop"] == "{{ __sparkfleet_applied.check }}", where
     assert checks["loop_control"]["loop_var"] == "__sparkfleet_role", where
     assert checks["tags"] == ["always"] and check["apply"]["tags"] == ["always"], where

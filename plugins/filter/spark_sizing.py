@@ -5,12 +5,15 @@
 
 The ``spark`` role's defaults use these, so a plain inventory gets sensible
 numbers while every figure stays an ordinary variable a user can override.
+The settings they size with (the rounding step, the reserved cores, the cores
+of an executor) are arguments: their defaults live in the roles' defaults
+(roles/cluster_defaults, roles/spark), documented there, not here.
 
-``spark_reserved_memory_mb(facts, step_mb=256)``
+``spark_reserved_memory_mb(facts, step_mb)``
     Memory a worker host keeps for the OS and the Spark daemons: 10% of its
     memory, at least 1 GiB.
 
-``spark_worker_resources(facts, reserved_cores, reserved_memory_mb, step_mb=256)``
+``spark_worker_resources(facts, reserved_cores, reserved_memory_mb, step_mb)``
     Cores and memory a standalone worker offers to executors: all vCPUs and
     memory less what is reserved (never less than 1 core and 512 MiB).
 
@@ -18,17 +21,17 @@ Memory derived from facts is rounded down to a multiple of ``step_mb``: a
 kernel update that shifts MemTotal by a few MB then leaves every figure, and
 so every host's configuration, as it was (unless the shift crosses a step).
 
-``spark_worker_offer(hostvars_of_a_worker)``
+``spark_worker_offer(hostvars_of_a_worker, reserved_cores, step_mb)``
     What one worker offers, seen from any host of the play: its inventory
-    overrides (spark_worker_cores, spark_worker_memory_mb, spark_worker_reserved_*)
-    where set, otherwise derived from its facts as above (with its
-    spark_memory_rounding_mb, default 256).
+    overrides (spark_worker_cores, spark_worker_memory_mb, spark_worker_reserved_*,
+    spark_memory_rounding_mb) where set, otherwise derived from its facts as
+    above with ``reserved_cores`` and ``step_mb`` (hostvars hold no role
+    defaults, so the caller passes those).
 
-``spark_executor_sizing(offers, max_cores=4, headroom=0.1)``
+``spark_executor_sizing(offers, max_cores, headroom=0.1)``
     Executor cores and heap for a cluster whose workers make ``offers``: sized
     on the smallest worker so an executor fits anywhere; at most ``max_cores``
-    cores (4 by default: the 4-core / 18 GB executors of a typical Dataproc GPU
-    cluster), as many executors as
+    cores, as many executors as
     fit, each an equal share of memory less ``headroom`` for JVM overhead
     (standalone workers do not add spark.executor.memoryOverhead).
 """
@@ -42,7 +45,6 @@ from ansible.errors import AnsibleFilterError
 MIN_WORKER_MEMORY_MB = 512
 MIN_EXECUTOR_MEMORY_MB = 512
 MIN_RESERVED_MEMORY_MB = 1024
-DEFAULT_STEP_MB = 256
 
 
 def _round_down(value, step):
@@ -78,14 +80,14 @@ def _step(step_mb):
     return step
 
 
-def spark_reserved_memory_mb(facts, step_mb=DEFAULT_STEP_MB):
+def spark_reserved_memory_mb(facts, step_mb):
     step = _step(step_mb)
     total_mb = _facts_needed(facts)[1]
     total_mb = _round_down(total_mb, step)
     return max(MIN_RESERVED_MEMORY_MB, _round_down(total_mb // 10, step))
 
 
-def spark_worker_resources(facts, reserved_cores, reserved_memory_mb, step_mb=DEFAULT_STEP_MB):
+def spark_worker_resources(facts, reserved_cores, reserved_memory_mb, step_mb):
     step = _step(step_mb)
     vcpus, total_mb = _facts_needed(facts)
     reserved_cores = _as_int(reserved_cores, "reserved_cores")
@@ -97,7 +99,7 @@ def spark_worker_resources(facts, reserved_cores, reserved_memory_mb, step_mb=DE
     }
 
 
-def spark_worker_offer(hostvars):
+def spark_worker_offer(hostvars, reserved_cores, step_mb):
     if not isinstance(hostvars, Mapping):
         raise AnsibleFilterError("spark_worker_offer expects a worker's hostvars")
     name = hostvars.get("inventory_hostname", "a worker")
@@ -106,11 +108,11 @@ def spark_worker_offer(hostvars):
     if cores is None or memory_mb is None:
         facts = hostvars.get("ansible_facts") or {}
         _facts_needed(facts, name)
-        step = hostvars.get("spark_memory_rounding_mb", DEFAULT_STEP_MB)
+        step = hostvars.get("spark_memory_rounding_mb", step_mb)
         reserved_mb = hostvars.get("spark_worker_reserved_memory_mb")
         if reserved_mb is None:
             reserved_mb = spark_reserved_memory_mb(facts, step)
-        derived = spark_worker_resources(facts, hostvars.get("spark_worker_reserved_cores", 0), reserved_mb, step)
+        derived = spark_worker_resources(facts, hostvars.get("spark_worker_reserved_cores", reserved_cores), reserved_mb, step)
         cores = derived["cores"] if cores is None else cores
         memory_mb = derived["memory_mb"] if memory_mb is None else memory_mb
     return {
@@ -120,7 +122,7 @@ def spark_worker_offer(hostvars):
     }
 
 
-def spark_executor_sizing(offers, max_cores=4, headroom=0.1):
+def spark_executor_sizing(offers, max_cores, headroom=0.1):
     offers = list(offers or [])
     if not offers:
         raise AnsibleFilterError("spark_executor_sizing needs at least one worker offer")

@@ -110,7 +110,8 @@ def test_the_playbooks_compose_the_notebooks_remote_from_the_first_masters_addre
 
     def remote(connect_enabled):
         master = {"spark_connect_enabled": connect_enabled, "ansible_facts": {"default_ipv4": {"address": "10.0.0.9"}}}
-        inventory = RoleRenderer(groups={"spark_masters": ["m1"], "hub": ["hub1"]}, hostvars={"m1": master},
+        # As the roles that read it see it (their defaults hold the cluster-wide ones).
+        inventory = RoleRenderer("jupyterhub", groups={"spark_masters": ["m1"], "hub": ["hub1"]}, hostvars={"m1": master},
                                  extra=group_vars)
         return inventory.value("sparkfleet_notebook_spark_remote", "hub1")
 

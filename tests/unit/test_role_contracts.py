@@ -76,7 +76,13 @@ def test_defaults_pass_the_argument_spec(role):
     checked here before any run for every default that is not a template."""
     from ansible.module_utils.common.arg_spec import ArgumentSpecValidator  # pylint: disable=import-outside-toplevel
 
-    defaults = _yaml(ROOT / "roles" / role / "defaults" / "main.yml")
+    base = ROOT / "roles" / role
+    # The role's options whose default a dependency holds (roles/cluster_defaults) count too.
+    defaults = {}
+    for dependency in _yaml(base / "meta" / "main.yml").get("dependencies") or []:
+        name = (dependency["role"] if isinstance(dependency, dict) else dependency).removeprefix("sparkfleet.cluster.")
+        defaults.update(_yaml(ROOT / "roles" / name / "defaults" / "main.yml"))
+    defaults.update(_yaml(base / "defaults" / "main.yml"))
     options = _specs(role)["main"]["options"]
     plain = {n: v for n, v in defaults.items() if n in options and not (isinstance(v, str) and "{{" in v)}
     result = ArgumentSpecValidator({n: options[n] for n in plain}).validate(plain, validate_role_argument_spec=True)

@@ -16,9 +16,12 @@ PLAY = """
   gather_facts: true
   gather_subset: [min, hardware]
   tasks:
+    # Public, as the playbooks include it: the shared roles it calls (platform's ports check) then
+    # see the cluster-wide defaults of its dependency (cluster_defaults), which it hands them.
     - ansible.builtin.include_role:
         name: sparkfleet.cluster.spark
         tasks_from: validate
+        public: true
 """
 
 SIZE = {"spark_worker_cores": 4, "spark_worker_memory_mb": 8192}

@@ -141,3 +141,15 @@ def test_the_index_links_livy_only_where_the_livy_role_puts_its_ui():
     for extra in ({}, {"livy_enabled": True, "livy_auth": "ldap"}, {"livy_enabled": True, "livy_ui_gateway_path": ""}):
         page = RoleRenderer("ui_gateway", groups, hostvars=hostvars, extra={**TLS, **extra}).render("index.html.j2", "m1")
         assert "Livy" not in page, extra
+
+
+def test_the_gateway_reads_the_ui_ports_spark_listens_on():
+    """One default for each: the gateway, which runs before Spark, proxies and closes the ports the
+    spark role gives its UIs, with no copy of its own."""
+    spark = RoleRenderer("spark", CLUSTER, hostvars=HOSTVARS)
+    names = ["spark_master_webui_port", "spark_worker_webui_port", "spark_history_webui_port",
+             "spark_history_server_enabled"]
+    assert [gateway().value(n, "m1") for n in names] == [spark.value(n, "m1") for n in names]
+    closed = gateway(spark_worker_webui_port=9091).value("ui_gateway_closed_ports", "m1")
+    assert [str(p) for p in closed[:3]] == [str(spark.value(n, "m1")) for n in names[:1]] + ["9091"] + [
+        str(spark.value("spark_history_webui_port", "m1"))]

@@ -6,59 +6,61 @@ from ansible.errors import AnsibleFilterError
 from conftest import load_plugin
 
 sizing = load_plugin("filter", "spark_sizing")
+# The sizing settings' defaults (roles/cluster_defaults): the filters take them as arguments.
+STEP = 256
 
 N2_HIGHMEM_8 = {"processor_vcpus": 8, "memtotal_mb": 64 * 1024}
 
 
 def test_reserved_memory_is_a_tenth_with_a_floor_of_one_gib():
-    assert sizing.spark_reserved_memory_mb(N2_HIGHMEM_8) == 6400  # 6553 rounded down to 256
-    assert sizing.spark_reserved_memory_mb({"processor_vcpus": 2, "memtotal_mb": 4096}) == 1024
+    assert sizing.spark_reserved_memory_mb(N2_HIGHMEM_8, STEP) == 6400  # 6553 rounded down to 256
+    assert sizing.spark_reserved_memory_mb({"processor_vcpus": 2, "memtotal_mb": 4096}, STEP) == 1024
 
 
 def test_worker_offers_everything_but_the_reserve():
-    assert sizing.spark_worker_resources(N2_HIGHMEM_8, 1, 4096) == {"cores": 7, "memory_mb": 61440}
+    assert sizing.spark_worker_resources(N2_HIGHMEM_8, 1, 4096, STEP) == {"cores": 7, "memory_mb": 61440}
 
 
 def test_worker_never_offers_less_than_one_core_and_512_mib():
     tiny = {"processor_vcpus": 1, "memtotal_mb": 1024}
-    assert sizing.spark_worker_resources(tiny, 4, 2048) == {"cores": 1, "memory_mb": 512}
+    assert sizing.spark_worker_resources(tiny, 4, 2048, STEP) == {"cores": 1, "memory_mb": 512}
 
 
 def test_processor_count_is_used_when_vcpus_are_missing():
-    assert sizing.spark_worker_resources({"processor_count": 3, "memtotal_mb": 8192}, 0, 1024)["cores"] == 3
+    assert sizing.spark_worker_resources({"processor_count": 3, "memtotal_mb": 8192}, 0, 1024, STEP)["cores"] == 3
 
 
 def test_missing_facts_say_what_to_do():
     with pytest.raises(AnsibleFilterError, match="gather facts"):
-        sizing.spark_worker_resources({}, 0, 1024)
+        sizing.spark_worker_resources({}, 0, 1024, STEP)
 
 
 @pytest.mark.parametrize("bad", ["two", None, True, 2.5j])
 def test_non_integer_reserve_is_refused(bad):
     with pytest.raises(AnsibleFilterError, match="integer"):
-        sizing.spark_worker_resources(N2_HIGHMEM_8, bad, 1024)
+        sizing.spark_worker_resources(N2_HIGHMEM_8, bad, 1024, STEP)
 
 
 def test_worker_offer_prefers_inventory_overrides():
     hv = {"inventory_hostname": "w1", "spark_worker_cores": "3", "ansible_facts": N2_HIGHMEM_8}
-    offer = sizing.spark_worker_offer(hv)
+    offer = sizing.spark_worker_offer(hv, 0, STEP)
     assert offer == {"host": "w1", "cores": 3, "memory_mb": 64 * 1024 - 6400}
 
 
 def test_worker_offer_derives_from_facts_with_reserves():
     hv = {"inventory_hostname": "w2", "ansible_facts": N2_HIGHMEM_8,
           "spark_worker_reserved_cores": 2, "spark_worker_reserved_memory_mb": 2048}
-    assert sizing.spark_worker_offer(hv) == {"host": "w2", "cores": 6, "memory_mb": 63488}
+    assert sizing.spark_worker_offer(hv, 0, STEP) == {"host": "w2", "cores": 6, "memory_mb": 63488}
 
 
 def test_worker_offer_without_facts_names_the_host():
     with pytest.raises(AnsibleFilterError, match="w3"):
-        sizing.spark_worker_offer({"inventory_hostname": "w3"})
+        sizing.spark_worker_offer({"inventory_hostname": "w3"}, 0, STEP)
 
 
 def test_worker_offer_with_both_overrides_needs_no_facts():
     hv = {"inventory_hostname": "w4", "spark_worker_cores": 2, "spark_worker_memory_mb": 4096}
-    assert sizing.spark_worker_offer(hv)["memory_mb"] == 4096
+    assert sizing.spark_worker_offer(hv, 0, STEP)["memory_mb"] == 4096
 
 
 def test_seed_cluster_shape_four_core_executors():
@@ -102,10 +104,10 @@ def test_filters_are_registered():
 def test_a_few_mb_of_memtotal_drift_changes_nothing(memtotal_mb):
     # A kernel update shifts MemTotal by a few MB: the derived figures stay the same.
     facts = {"processor_vcpus": 8, "memtotal_mb": memtotal_mb}
-    reserved = sizing.spark_reserved_memory_mb(facts)
+    reserved = sizing.spark_reserved_memory_mb(facts, STEP)
     assert reserved == 6400
-    assert sizing.spark_worker_resources(facts, 0, reserved) == {"cores": 8, "memory_mb": 57856}
-    assert sizing.spark_worker_offer({"inventory_hostname": "w", "ansible_facts": facts})["memory_mb"] == 57856
+    assert sizing.spark_worker_resources(facts, 0, reserved, STEP) == {"cores": 8, "memory_mb": 57856}
+    assert sizing.spark_worker_offer({"inventory_hostname": "w", "ansible_facts": facts}, 0, STEP)["memory_mb"] == 57856
 
 
 def test_without_rounding_the_drift_would_show():
@@ -118,3 +120,13 @@ def test_without_rounding_the_drift_would_show():
 def test_rounding_step_must_be_positive():
     with pytest.raises(AnsibleFilterError, match="step_mb"):
         sizing.spark_reserved_memory_mb(N2_HIGHMEM_8, 0)
+
+
+def test_worker_offer_uses_the_callers_defaults_where_the_worker_sets_none():
+    # hostvars hold no role defaults: the reserve and step the roles pass apply, the worker's own win.
+    hv = {"inventory_hostname": "w5", "ansible_facts": N2_HIGHMEM_8, "spark_worker_reserved_memory_mb": 2048}
+    assert sizing.spark_worker_offer(hv, 2, STEP)["cores"] == 6
+    assert sizing.spark_worker_offer(dict(hv, spark_worker_reserved_cores=1), 2, STEP)["cores"] == 7
+    assert sizing.spark_worker_offer(dict(hv, ansible_facts={"processor_vcpus": 8, "memtotal_mb": 64298}), 0, 1)["memory_mb"] == 62250
+    assert sizing.spark_worker_offer(
+        dict(hv, ansible_facts={"processor_vcpus": 8, "memtotal_mb": 64298}, spark_memory_rounding_mb=1), 0, STEP)["memory_mb"] == 62250

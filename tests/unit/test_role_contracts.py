@@ -250,3 +250,31 @@ def test_the_preflight_checks_the_same_shared_mechanisms():
     inputs = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(inputs)
     assert set(inputs.SHARED_ROLES) == set(SHARED_ENTRY_POINTS)
+
+
+def _depends_on_cluster_defaults(role):
+    meta = _yaml(ROOT / "roles" / role / "meta" / "main.yml") or {}
+    names = [d.get("role", d) if isinstance(d, dict) else d for d in meta.get("dependencies") or []]
+    return "sparkfleet.cluster.cluster_defaults" in names
+
+
+def test_a_role_with_cluster_wide_defaults_is_included_public():
+    """A private include_role hides the defaults of the role's dependencies from the shared roles it
+    calls (its health checks run inside the service role): a role that reads cluster_defaults is
+    included whole with public: true, as the layer plays do."""
+    files = [*(ROOT / "playbooks").glob("*.yml"), *(ROOT / "tests" / "lab").glob("*.yml"),
+             *(ROOT / "molecule").rglob("*.yml")]
+    checked = 0
+    for path in files:
+        data = _yaml(path)
+        for play in data if isinstance(data, list) else []:
+            for section in ("pre_tasks", "tasks", "post_tasks", "handlers"):
+                for task in _walk(play.get(section) if isinstance(play, dict) else None):
+                    args = task.get("ansible.builtin.include_role")
+                    if not isinstance(args, dict) or "tasks_from" in args or "{" in args.get("name", "{"):
+                        continue
+                    role = args["name"].removeprefix("sparkfleet.cluster.")
+                    if (ROOT / "roles" / role).is_dir() and _depends_on_cluster_defaults(role):
+                        checked += 1
+                        assert args.get("public") is True, f"{path.relative_to(ROOT)}: {task.get('name')} is not public"
+    assert checked > 5

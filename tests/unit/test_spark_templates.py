@@ -49,6 +49,21 @@ def test_defaults_secure_and_seed_sized():
     assert "spark.dynamicAllocation.maxExecutors" not in props
 
 
+def test_logs_are_bounded_on_disk():
+    props = properties(render("spark-defaults.conf.j2", "w1"))
+    assert props["spark.history.fs.cleaner.enabled"] == "true"
+    assert props["spark.history.fs.cleaner.maxAge"] == "7d"
+    assert props["spark.executor.logs.rolling.strategy"] == "size"
+    assert props["spark.executor.logs.rolling.maxSize"] == str(128 * 1024 * 1024)
+    assert props["spark.executor.logs.rolling.maxRetainedFiles"] == "5"
+
+
+def test_no_event_logs_without_a_history_server_to_clean_them():
+    props = properties(render("spark-defaults.conf.j2", spark_history_server_enabled=False))
+    assert props["spark.eventLog.enabled"] == "false"
+    assert not [k for k in props if k.startswith("spark.history.")]
+
+
 def test_no_secret_when_authentication_is_off():
     props = properties(render("spark-defaults.conf.j2", spark_authenticate=False))
     assert props["spark.authenticate"] == "false"

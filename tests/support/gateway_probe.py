@@ -24,13 +24,13 @@ class NoRedirect(urllib.request.HTTPRedirectHandler):
         return None
 
 
-def fetch(context, url, auth=None, follow=True):
-    """(status, body text, final URL); body capped at 2 MB."""
+def fetch(context, url, auth=None, follow=True, data=None, headers=None):
+    """(status, body text, final URL); body capped at 2 MB. With data: a form POST."""
     handlers = [urllib.request.HTTPSHandler(context=context)]
     if not follow:
         handlers.append(NoRedirect())
     opener = urllib.request.build_opener(*handlers)
-    request = urllib.request.Request(url)
+    request = urllib.request.Request(url, data=data, headers=headers or {})
     if auth:
         request.add_header("Authorization", "Basic " + base64.b64encode(auth.encode()).decode())
     try:
@@ -124,6 +124,25 @@ def main():
     result["without_credentials"] = {p: fetch(context, base + p, follow=False)[0] for p in paths}
     result["wrong_password"] = {p: fetch(context, base + p, f"{user}:not-the-password", follow=False)[0]
                                 for p in paths}
+
+    # What a page on another site can make a logged-in admin's browser send: the login goes along,
+    # the page cannot set Origin or Sec-Fetch-Site. The kill buttons' form post for the running
+    # application must be refused; the same post from the gateway's own page reaches Spark (for an
+    # application id that does not exist, so nothing is killed).
+    kill = f"{base}{spark}/app/kill/"
+    foreign = {"origin": {"Origin": "https://attacker.example"},
+               "fetch_site": {"Sec-Fetch-Site": "cross-site"},
+               "same_site": {"Sec-Fetch-Site": "same-site", "Origin": "https://ui.attacker.example"}}
+    if apps:
+        form = f"id={apps[0]['id']}&terminate=true".encode()
+        result["foreign_kill"] = {name: fetch(context, kill, auth, follow=False, data=form, headers=headers)[0]
+                                  for name, headers in foreign.items()}
+        after = fetch_json(context, f"{base}{spark}/json/", auth)["json"] or {}
+        result["app_alive_after_foreign_kill"] = any(a.get("id") == apps[0]["id"] for a in after.get("activeapps", []))
+    own = {"Origin": base, "Sec-Fetch-Site": "same-origin"}
+    result["own_kill"] = fetch(context, kill, auth, follow=False, data=b"id=app-00000000000000-0000&terminate=true",
+                               headers=own)[0]
+    result["foreign_read"] = fetch(context, f"{base}{spark}/json/", auth, headers=foreign["fetch_site"])[0]
 
     result["ports"] = {target: port_state(target, args.port_timeout) for target in args.ports}
     result["udp_echo"] = udp_echo(args.udp_echo, args.port_timeout) if args.udp_echo else None

@@ -83,3 +83,23 @@ def test_no_rendered_unit_at_all():
     extra = {"service_units": [DOCKER], "service_restart": ["docker"],
              "__service_rendered": {"results": [], "skipped": True}, "__service_started": {"results": []}}
     assert RoleRenderer("service", extra=extra).value("__service_to_restart") == ["docker"]
+
+
+def _unit(**item):
+    text = RoleRenderer("service", extra={"item": {**SPARK, **item}}).render("unit.service.j2")
+    return [line for line in text.splitlines() if line and not line.startswith("#")]
+
+
+SANDBOX = ["NoNewPrivileges=yes", "RestrictSUIDSGID=yes", "ProtectSystem=full", "ProtectKernelTunables=yes"]
+
+
+def test_a_daemon_of_its_own_user_is_sandboxed():
+    lines = _unit(user="spark")
+    assert "User=spark" in lines
+    assert all(setting in lines for setting in SANDBOX)
+
+
+@pytest.mark.parametrize("item", [{}, {"user": "root"}, {"user": "yarn", "sandbox": False}])
+def test_root_daemons_and_those_that_opt_out_are_not(item):
+    lines = _unit(**item)
+    assert not [line for line in lines if line.split("=")[0] in {s.split("=")[0] for s in SANDBOX}]

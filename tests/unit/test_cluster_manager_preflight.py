@@ -123,3 +123,10 @@ def test_standalone_with_spark_4_needs_no_mesos_build_nor_hadoop(tmp_path):
     rc, out = preflight(tmp_path, spark_version="4.0.1")
     assert rc == 0, out
     assert "retired" not in out
+
+
+def test_an_hdfs_home_user_that_is_not_an_account_name_is_refused(tmp_path):
+    rc, out = preflight(tmp_path, spark_version="4.0.1", spark_cluster_manager="yarn",
+                        hadoop_hdfs_home_users=["spark", "x; touch /tmp/owned"])
+    assert rc != 0, out
+    assert "x; touch /tmp/owned: not an account name" in out

@@ -176,6 +176,23 @@ def test_d_a_replacement_recreates_one_machine_with_the_same_identity(world):
     assert (new["labels"], new["zone"], new["machineType"]) == (old["labels"], old["zone"], old["machineType"])
 
 
+def test_d2_recreating_the_master_needs_its_name(world):
+    """The master's disk holds the cluster's state: refused before any cloud call, then recreated
+    once provision_recreate_confirm names it."""
+    recreate = ("-e", f"provision_only={CLUSTER}-master", "-e", "provision_recreate=true")
+    result, calls = _run(world, "provision.yml", *recreate)
+    out = " ".join(result.stdout.split())
+    assert result.returncode != 0 and calls == []
+    assert f"deletes the disks of {CLUSTER}-master (" in out
+    assert f"-e provision_recreate_confirm={CLUSTER}-master" in out
+    old = _instances(world)[f"{CLUSTER}-master"]
+    result, calls = _run(world, "provision.yml", *recreate, "-e", f"provision_recreate_confirm={CLUSTER}-master")
+    assert result.returncode == 0
+    touched = [(c["params"]["name"], c["params"]["state"]) for c in calls if c["module"] == "gcp_compute_instance"]
+    assert touched == [(f"{CLUSTER}-master", "absent"), (f"{CLUSTER}-master", "present")]
+    assert _instances(world)[f"{CLUSTER}-master"]["id"] != old["id"]
+
+
 def test_e_scale_adds_gpu_workers_after_the_highest(world):
     result, calls = _run(world, "scale.yml", "-e", "add_gpu_workers=2")
     assert result.returncode == 0

@@ -39,8 +39,10 @@ INVENTORY = {"all": {"hosts": {"localhost": {
     "ansible_become_method": "su"}}}}
 
 
-def run(tmp_path, candidate, **extra):
-    (tmp_path / "hosts.yml").write_text(json.dumps(INVENTORY))
+def play(tmp_path, candidate, host=None, **extra):
+    """The play's result and output; `host` adds to localhost's inventory variables."""
+    (tmp_path / "hosts.yml").write_text(json.dumps(
+        {"all": {"hosts": {"localhost": {**INVENTORY["all"]["hosts"]["localhost"], **(host or {})}}}}))
     (tmp_path / "play.yml").write_text(PLAY)
     variables = {"candidate": candidate, "store": str(tmp_path / "store"), "cache": str(tmp_path / "cache"), **extra}
     env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_FORCE_COLOR="0", ANSIBLE_NOCOLOR="1",
@@ -49,7 +51,11 @@ def run(tmp_path, candidate, **extra):
         [str(pathlib.Path(sys.executable).with_name("ansible-playbook")), "-i", str(tmp_path / "hosts.yml"),
          "-e", json.dumps(variables), str(tmp_path / "play.yml")],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False)
-    out = result.stdout + result.stderr
+    return result, result.stdout + result.stderr
+
+
+def run(tmp_path, candidate, **extra):
+    result, out = play(tmp_path, candidate, **extra)
     assert result.returncode == 0, out
     return out.split("VALUE=<", 1)[1].split(">", 1)[0]
 
@@ -80,3 +86,45 @@ def test_without_a_candidate_a_random_secret_is_generated(tmp_path):
         pytest.skip("the role keeps the holders' copy as root (become); run as root")
     value = run(tmp_path, "", secrets_length=24)
     assert len(value) == 24 and value.isalnum()
+
+
+def _refused(tmp_path, candidate, host=None, **extra):
+    result, out = play(tmp_path, candidate, host, **extra)
+    flat = " ".join(out.split())
+    assert result.returncode != 0, out
+    assert "VALUE=<" not in out and "Keep the secret on the cluster" not in out
+    return flat
+
+
+def test_a_holder_that_cannot_be_read_stops_the_run(tmp_path):
+    """A read that fails (here the store's directory is a file: the module cannot stat the copy)
+    is not "no copy": no value is invented, nothing is written, the message names the holder, the
+    file and the error. It stops the run also when the controller's cache has the value."""
+    if os.geteuid() != 0:
+        import pytest
+        pytest.skip("the role keeps the holders' copy as root (become); run as root")
+    (tmp_path / "store").write_text("not a directory")
+    flat = _refused(tmp_path, "candidate-4f9Q")
+    assert f"probe: the copy in {tmp_path}/store/probe could not be read on localhost (Cannot read" in flat
+    assert "Not a directory" in flat and "A holder that cannot be read is not a holder without a copy" in flat
+    assert "candidate-4f9Q" not in flat
+    assert not (tmp_path / "cache").exists()
+    # With the value in the controller's cache, the run still cannot prove it is the cluster's.
+    (tmp_path / "cache").mkdir(mode=0o700)
+    (tmp_path / "cache" / "probe").write_text("cached-value")
+    flat = _refused(tmp_path, "candidate-4f9Q")
+    assert "could not be read on localhost" in flat and "cached-value" not in flat
+    assert (tmp_path / "store").read_text() == "not a directory"
+
+
+def test_a_failed_privilege_escalation_stops_the_run(tmp_path):
+    """The holder answers but the privilege escalation fails (here Ansible cannot hand its files to
+    a become user that does not exist; a missing sudo password fails the same step): refused with
+    that error, nothing invented, nothing written."""
+    if os.geteuid() != 0:
+        import pytest
+        pytest.skip("su to another user needs no password only as root")
+    flat = _refused(tmp_path, "candidate-4f9Q", {"ansible_become_user": "sparkfleet-no-such-user"})
+    assert "probe: the copy in" in flat and "could not be read on localhost (" in flat
+    assert "candidate-4f9Q" not in flat
+    assert not (tmp_path / "store").exists() and not (tmp_path / "cache").exists()

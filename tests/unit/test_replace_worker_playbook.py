@@ -26,17 +26,21 @@ def _closed_port():
         return sock.getsockname()[1]
 
 
-def _run(tmp_path, *extra, unreachable=()):
+def _run(tmp_path, *extra, unreachable=(), blip=()):
     """Run the playbook on m1 (master), w1, w2 (workers), n1 (notebook); hosts in `unreachable`
-    are SSH hosts on a closed port, the others local. The provider 'nowhere' makes the
-    provision step stop at its own check, so nothing is ever created."""
+    are SSH hosts on a closed port, hosts in `blip` are that only for the first try (the second
+    finds them local), the others local. The provider 'nowhere' makes the provision step stop at
+    its own check, so nothing is ever created. The two tries are 1 s apart unless `extra` says."""
     port = _closed_port()
     ssh = {"ansible_connection": "ssh", "ansible_host": "127.0.0.1", "ansible_port": port, "ansible_user": "nobody",
            "ansible_ssh_common_args": "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null"}
     local = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}
+    # Until the first try is registered, SSH to the closed port; then the local connection.
+    blipping = {**ssh, "ansible_connection": "{{ 'local' if __replace_ping is defined else 'ssh' }}",
+                "ansible_python_interpreter": sys.executable}
 
     def host(name):
-        return ssh if name in unreachable else local
+        return ssh if name in unreachable else blipping if name in blip else local
 
     inventory = tmp_path / "hosts.yml"
     inventory.write_text(yaml.safe_dump({"all": {
@@ -52,7 +56,8 @@ def _run(tmp_path, *extra, unreachable=()):
     env = dict(os.environ, ANSIBLE_CONFIG=str(cfg), ANSIBLE_FORCE_COLOR="0", ANSIBLE_NOCOLOR="1",
                ANSIBLE_COLLECTIONS_PATH=str(ROOT / "collections"), ANSIBLE_LOCALHOST_WARNING="false",
                ANSIBLE_CALLBACK_RESULT_FORMAT="yaml")
-    done = subprocess.run([str(ANSIBLE_PLAYBOOK), "-i", str(inventory), str(PLAYBOOK), *extra],
+    done = subprocess.run([str(ANSIBLE_PLAYBOOK), "-i", str(inventory), str(PLAYBOOK),
+                           "-e", "replace_worker_retry_delay=1", *extra],
                           env=env, capture_output=True, text=True, timeout=300, check=False)
     return done, done.stdout + done.stderr
 
@@ -87,6 +92,45 @@ def test_finds_the_unreachable_worker_itself(tmp_path):
     done, out = _run(tmp_path, "-e", "replace_unreachable=true", unreachable=("w2", "m1"))
     flat = " ".join(out.split())
     assert "Replacing w2 (provider nowhere)." in flat
+    # The next step is the provision role's own check, which refuses the unknown provider.
+    assert done.returncode != 0
+    assert "must be gcp, aws or lab, not 'nowhere'" in flat
+
+
+def test_a_worker_that_answers_the_second_try_is_kept(tmp_path):
+    done, out = _run(tmp_path, "-e", "replace_unreachable=true", blip=("w1",))
+    assert done.returncode == 0, out[-3000:]
+    assert "fatal: [w1]: UNREACHABLE!" in out and "Try the silent workers a second time" in out
+    assert "Every worker answers: nothing to replace." in out and "Replacing" not in out
+
+
+def test_more_unreachable_workers_than_the_cap_are_refused(tmp_path):
+    """Both workers silent twice, cap 1: refused before anything is forgotten or provisioned, with
+    the list and the command line that confirms it."""
+    done, out = _run(tmp_path, "-e", "replace_unreachable=true", unreachable=("w1", "w2"))
+    flat = " ".join(out.split())
+    assert done.returncode != 0
+    assert "2 worker(s) did not answer twice: w1, w2." in flat
+    assert "more than replace_worker_max_unreachable (1)" in flat
+    assert (f"ansible-playbook {PLAYBOOK.parent}/replace_worker.yml -i {tmp_path}/hosts.yml "
+            "-e replace_unreachable=true -e replace_confirm=w1,w2") in flat
+    assert "Replacing" not in flat and "Forget the" not in flat and "Provision |" not in flat
+
+
+def test_a_confirmation_must_name_exactly_the_silent_workers(tmp_path):
+    done, out = _run(tmp_path, "-e", "replace_unreachable=true", "-e", "replace_confirm=w2",
+                     unreachable=("w1", "w2"))
+    flat = " ".join(out.split())
+    assert done.returncode != 0
+    assert "replace_confirm names w2, not that list." in flat
+    assert "Replacing" not in flat and "Provision |" not in flat
+
+
+@pytest.mark.parametrize("allow", [["-e", "replace_confirm=w2,w1"], ["-e", "replace_worker_max_unreachable=2"]])
+def test_the_confirmed_list_or_a_higher_cap_passes_the_check(tmp_path, allow):
+    done, out = _run(tmp_path, "-e", "replace_unreachable=true", *allow, unreachable=("w1", "w2"))
+    flat = " ".join(out.split())
+    assert "Replacing w1, w2 (provider nowhere)." in flat
     # The next step is the provision role's own check, which refuses the unknown provider.
     assert done.returncode != 0
     assert "must be gcp, aws or lab, not 'nowhere'" in flat

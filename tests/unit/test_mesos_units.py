@@ -68,3 +68,18 @@ def test_a_package_installs_under_usr():
 def test_mesos_is_enabled_by_the_cluster_manager():
     assert RoleRenderer("mesos", SINGLE).value("mesos_enabled", "m1") is False
     assert RoleRenderer("mesos", SINGLE, extra={"spark_cluster_manager": "mesos"}).value("mesos_enabled", "m1") is True
+
+
+def test_http_endpoints_need_the_login_and_root_runs_no_task():
+    found, renderer = units(SINGLE, "m1")
+    master = found["mesos-master"]["exec_start"].split()
+    agent = units(SINGLE, "w1")[0]["mesos-agent"]["exec_start"].split()
+    for argv in (master, agent):
+        assert "--authenticate_http_readonly" in argv and "--authenticate_http_readwrite" in argv
+        assert "--http_credentials=/etc/mesos/http-credentials.json" in argv
+    assert "--acls=/etc/mesos/acls.json" in master
+    assert renderer.value("__mesos_acls", "m1") == {
+        "permissive": True, "run_tasks": [{"principals": {"type": "NONE"}, "users": {"values": ["root"]}}]}
+    # Without authentication there is no login to ask for; without forbidden users, no ACLs.
+    plain = units(SINGLE, "m1", mesos_authenticate=False, mesos_forbidden_task_users=[])[0]["mesos-master"]["exec_start"]
+    assert "--authenticate_http" not in plain and "--acls" not in plain

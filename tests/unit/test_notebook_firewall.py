@@ -48,6 +48,10 @@ def test_a_worker_allows_exactly_the_hub_api_and_https_and_spark_connect():
     ]
 
 
+def test_only_the_hub_may_open_connections_to_the_notebooks():
+    assert config()["callers"] == ["10.0.0.9"]
+
+
 def test_every_cluster_host_and_the_metadata_server_are_refused():
     refused = config()["refused"]
     assert sorted(refused) == sorted(list(ADDRESSES.values()) + ["fd00::1"] + METADATA)
@@ -143,10 +147,12 @@ def test_print_shows_the_whole_payload_of_the_rendered_configuration(bin_dir, tm
         ":SPARKFLEET-NOTEBOOKS-IN - [0:0]",
         ":SPARKFLEET-NOTEBOOKS - [0:0]",
         ":SPARKFLEET-NOTEBOOKS-HOST - [0:0]",
+        ":SPARKFLEET-NOTEBOOKS-INBOUND - [0:0]",
         "-I DOCKER-USER 1 -j SPARKFLEET-NOTEBOOKS-FWD",
         "-I INPUT 1 -j SPARKFLEET-NOTEBOOKS-IN",
         # docker_gwbridge is not a network of this docker: Docker's fixed name.
         "-A SPARKFLEET-NOTEBOOKS-FWD -i docker_gwbridge -g SPARKFLEET-NOTEBOOKS",
+        "-A SPARKFLEET-NOTEBOOKS-FWD -o docker_gwbridge -g SPARKFLEET-NOTEBOOKS-INBOUND",
         "-A SPARKFLEET-NOTEBOOKS-IN -i docker_gwbridge -g SPARKFLEET-NOTEBOOKS-HOST",
         "-A SPARKFLEET-NOTEBOOKS -m conntrack --ctstate RELATED,ESTABLISHED -j RETURN",
         "-A SPARKFLEET-NOTEBOOKS -d 10.0.0.9 -p tcp -m tcp --dport 8081 -j RETURN",
@@ -165,6 +171,11 @@ def test_print_shows_the_whole_payload_of_the_rendered_configuration(bin_dir, tm
         "-A SPARKFLEET-NOTEBOOKS-HOST -p tcp -m tcp --dport 53 -j RETURN",
         "-A SPARKFLEET-NOTEBOOKS-HOST -p tcp -j REJECT --reject-with tcp-reset",
         "-A SPARKFLEET-NOTEBOOKS-HOST -j REJECT --reject-with icmp-port-unreachable",
+        # Into the notebooks: replies, and new connections from the hub (its proxy) only.
+        "-A SPARKFLEET-NOTEBOOKS-INBOUND -m conntrack --ctstate RELATED,ESTABLISHED -j RETURN",
+        "-A SPARKFLEET-NOTEBOOKS-INBOUND -s 10.0.0.9 -j RETURN",
+        "-A SPARKFLEET-NOTEBOOKS-INBOUND -p tcp -j REJECT --reject-with tcp-reset",
+        "-A SPARKFLEET-NOTEBOOKS-INBOUND -j REJECT --reject-with icmp-port-unreachable",
         "COMMIT",
     ]
 
@@ -174,15 +185,16 @@ def test_the_ipv6_payload_has_the_ipv6_addresses_only(bin_dir, tmp_path):
     assert "-A SPARKFLEET-NOTEBOOKS -d fd00::1 -p tcp -m tcp --dport 15002 -j RETURN" in v6
     assert "-A SPARKFLEET-NOTEBOOKS -d fd00:ec2::254 -j REJECT --reject-with icmp6-port-unreachable" in v6
     assert not [line for line in v6 if "10.0.0." in line or "169.254" in line]
-    assert v6[-2:] == ["-A SPARKFLEET-NOTEBOOKS-HOST -j REJECT --reject-with icmp6-port-unreachable", "COMMIT"]
+    assert v6[-2:] == ["-A SPARKFLEET-NOTEBOOKS-INBOUND -j REJECT --reject-with icmp6-port-unreachable", "COMMIT"]
 
 
 def test_networks_are_found_by_their_bridges(bin_dir, tmp_path):
     document = {**config(), "networks": ["notebooks", "named", "bridge"]}
     v4 = payloads(run(["--print"], bin_dir, tmp_path, document).stdout)[4]
     dispatch = [line for line in v4 if line.startswith("-A SPARKFLEET-NOTEBOOKS-FWD")]
-    assert dispatch == [f"-A SPARKFLEET-NOTEBOOKS-FWD -i {bridge} -g SPARKFLEET-NOTEBOOKS"
-                        for bridge in ("br-0123456789ab", "docker0", "nb0")]
+    assert dispatch == [line for bridge in ("br-0123456789ab", "docker0", "nb0")
+                        for line in (f"-A SPARKFLEET-NOTEBOOKS-FWD -i {bridge} -g SPARKFLEET-NOTEBOOKS",
+                                     f"-A SPARKFLEET-NOTEBOOKS-FWD -o {bridge} -g SPARKFLEET-NOTEBOOKS-INBOUND")]
 
 
 def test_a_missing_network_fails_but_the_others_are_still_confined(bin_dir, tmp_path):

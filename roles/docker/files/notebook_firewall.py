@@ -2,17 +2,20 @@
 
 Notebook containers' traffic enters this host by a Docker bridge (docker_gwbridge for Swarm
 services, the spawner's network's bridge for the docker spawner) and leaves masqueraded with this
-host's address, which the cluster's own firewalls trust. Packets from those bridges go through four
-chains of our own, which this script fills in one iptables-restore transaction (declaring a chain
-flushes it, so running it again leaves one copy of each rule):
+host's address, which the cluster's own firewalls trust. Packets from and to those bridges go
+through five chains of our own, which this script fills in one iptables-restore transaction
+(declaring a chain flushes it, so running it again leaves one copy of each rule):
 
-  DOCKER-USER -> SPARKFLEET-NOTEBOOKS-FWD  -i <bridge> -g SPARKFLEET-NOTEBOOKS       (forwarded)
-  INPUT       -> SPARKFLEET-NOTEBOOKS-IN   -i <bridge> -g SPARKFLEET-NOTEBOOKS-HOST  (to this host)
+  DOCKER-USER -> SPARKFLEET-NOTEBOOKS-FWD  -i <bridge> -g SPARKFLEET-NOTEBOOKS          (from notebooks)
+                                           -o <bridge> -g SPARKFLEET-NOTEBOOKS-INBOUND  (to notebooks)
+  INPUT       -> SPARKFLEET-NOTEBOOKS-IN   -i <bridge> -g SPARKFLEET-NOTEBOOKS-HOST     (to this host)
 
-Both targets let through replies, the allowed endpoints and DNS; then SPARKFLEET-NOTEBOOKS rejects
-the refused networks (the cluster's hosts, the cloud metadata server, the operator's networks) and
-returns the rest (the outside world) to Docker's rules, and SPARKFLEET-NOTEBOOKS-HOST rejects
-everything else. Docker never flushes DOCKER-USER; the jumps into our chains are added once, at the
+The first and the last let through replies, the allowed endpoints and DNS; then SPARKFLEET-NOTEBOOKS
+rejects the refused networks (the cluster's hosts, the cloud metadata server, the operator's
+networks) and returns the rest (the outside world) to Docker's rules, and SPARKFLEET-NOTEBOOKS-HOST
+rejects everything else. SPARKFLEET-NOTEBOOKS-INBOUND lets through replies and new connections from
+the callers (the hub, whose proxy reaches each server at its published port) and rejects the rest:
+a published port goes around the host's own input firewall, and only the hub has business there. Docker never flushes DOCKER-USER; the jumps into our chains are added once, at the
 top, and never duplicated. The `iptables` commands are the ones on PATH, which the host's
 alternatives point at the backend dockerd uses too.
 
@@ -24,7 +27,8 @@ alternatives point at the backend dockerd uses too.
 The configuration (JSON, rendered by Ansible):
     {"networks": ["docker_gwbridge"],
      "allowed": [{"name": "jupyterhub-api", "addresses": ["10.0.0.9"], "port": 8081}, ...],
-     "refused": ["10.0.0.1", "169.254.169.254", "fd00:ec2::254", "10.0.0.0/16"]}
+     "refused": ["10.0.0.1", "169.254.169.254", "fd00:ec2::254", "10.0.0.0/16"],
+     "callers": ["10.0.0.9"]}
 """
 
 import argparse
@@ -36,8 +40,8 @@ import sys
 import time
 
 FORWARD_HOOK, INPUT_HOOK = "SPARKFLEET-NOTEBOOKS-FWD", "SPARKFLEET-NOTEBOOKS-IN"
-OUTBOUND, HOST = "SPARKFLEET-NOTEBOOKS", "SPARKFLEET-NOTEBOOKS-HOST"
-CHAINS = (FORWARD_HOOK, INPUT_HOOK, OUTBOUND, HOST)
+OUTBOUND, HOST, INBOUND = "SPARKFLEET-NOTEBOOKS", "SPARKFLEET-NOTEBOOKS-HOST", "SPARKFLEET-NOTEBOOKS-INBOUND"
+CHAINS = (FORWARD_HOOK, INPUT_HOOK, OUTBOUND, HOST, INBOUND)
 # Docker's own bridges, named the same on every host: used when the network does not exist yet
 # (docker_gwbridge appears when the host joins a Swarm).
 KNOWN_BRIDGES = {"docker_gwbridge": "docker_gwbridge", "bridge": "docker0"}
@@ -79,7 +83,7 @@ def _split(addresses, where):
 
 
 def rules(config, bridges, version):
-    """The rules of our four chains for one address family, in order."""
+    """The rules of our five chains for one address family, in order."""
     reject = FAMILIES[version][2]
     allowed = []
     for entry in config.get("allowed", []):
@@ -91,6 +95,7 @@ def rules(config, bridges, version):
     out = []
     for bridge in bridges:
         out.append(f"-A {FORWARD_HOOK} -i {bridge} -g {OUTBOUND}")
+        out.append(f"-A {FORWARD_HOOK} -o {bridge} -g {INBOUND}")
         out.append(f"-A {INPUT_HOOK} -i {bridge} -g {HOST}")
     out += [f"-A {OUTBOUND} {rule}" for rule in common]
     for net in _split(config.get("refused", []), "refused")[version]:
@@ -98,6 +103,9 @@ def rules(config, bridges, version):
         out.append(f"-A {OUTBOUND} -d {net} -j REJECT --reject-with {reject}")
     out += [f"-A {HOST} {rule}" for rule in common]
     out += [f"-A {HOST} -p tcp -j REJECT --reject-with tcp-reset", f"-A {HOST} -j REJECT --reject-with {reject}"]
+    out.append(f"-A {INBOUND} -m conntrack --ctstate RELATED,ESTABLISHED -j RETURN")
+    out += [f"-A {INBOUND} -s {caller} -j RETURN" for caller in _split(config.get("callers", []), "callers")[version]]
+    out += [f"-A {INBOUND} -p tcp -j REJECT --reject-with tcp-reset", f"-A {INBOUND} -j REJECT --reject-with {reject}"]
     return out
 
 

@@ -90,7 +90,7 @@ def _unit(**item):
     return [line for line in text.splitlines() if line and not line.startswith("#")]
 
 
-SANDBOX = ["NoNewPrivileges=yes", "RestrictSUIDSGID=yes", "ProtectSystem=full", "ProtectKernelTunables=yes"]
+SANDBOX = ["NoNewPrivileges=yes", "ProtectSystem=full", "ProtectKernelTunables=yes"]
 
 
 def test_a_daemon_of_its_own_user_is_sandboxed():

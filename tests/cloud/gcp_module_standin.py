@@ -6,7 +6,8 @@ collections path: it validates the task's arguments with an argument spec built 
 REAL module's DOCUMENTATION (unknown options, wrong types and bad choices fail as they
 would there), records them, and keeps instances and firewall rules in a state directory,
 answering with the recorded Compute API instance resource (tests/fixtures/gcp/instance.json)
-filled in from the arguments. Existing resources are reported unchanged, as the real
+filled in from the arguments; networks, subnetworks and service accounts are kept as their
+arguments, like firewall rules. Existing resources are reported unchanged, as the real
 modules do when nothing differs."""
 
 import ast
@@ -21,6 +22,10 @@ from ansible.module_utils.basic import AnsibleModule
 
 MODULE = "__MODULE__"
 API = "https://www.googleapis.com/compute/v1/"
+# The resources kept as their arguments, one state file each; a resource is unchanged when
+# the arguments are the same as the kept ones.
+STORES = {"gcp_compute_firewall": "firewalls.json", "gcp_compute_network": "networks.json",
+          "gcp_compute_subnetwork": "subnetworks.json", "gcp_iam_service_account": "service_accounts.json"}
 AUTH = {"auth_kind", "service_account_contents", "service_account_file", "service_account_email", "access_token",
         "scopes", "env_type"}
 
@@ -100,6 +105,10 @@ def _instance(params, project, number):
     resource["disks"][0]["diskSizeGb"] = str(boot["disk_size_gb"])
     resource["disks"][0]["source"] = f"{zone}/disks/{params['name']}"
     resource["networkInterfaces"][0]["networkIP"] = f"10.128.0.{10 + number}"
+    resource["networkInterfaces"][0]["network"] = API + nic["network"]["selfLink"]
+    if nic.get("subnetwork"):
+        resource["networkInterfaces"][0]["subnetwork"] = API + nic["subnetwork"]["selfLink"]
+    resource["serviceAccounts"] = [{"email": a["email"], "scopes": a.get("scopes", [])} for a in params.get("service_accounts") or []]
     if not nic.get("access_configs"):
         resource["networkInterfaces"][0]["accessConfigs"] = []
     resource.pop("guestAccelerators", None)
@@ -137,19 +146,20 @@ def main():
             _save(state, "instances.json", instances)
             _save(state, "created.json", _load(state, "created.json", []) + [params["name"]])
         module.exit_json(changed=True, **resource)
-    if MODULE == "gcp_compute_firewall":
-        rules = _load(state, "firewalls.json", {})
+    if MODULE in STORES:
+        store = STORES[MODULE]
+        kept = _load(state, store, {})
         wanted = {k: v for k, v in given.items() if k not in ("state", "project")}
         if params["state"] == "absent":
-            exists = params["name"] in rules
+            exists = params["name"] in kept
             if exists and not module.check_mode:
-                del rules[params["name"]]
-                _save(state, "firewalls.json", rules)
+                del kept[params["name"]]
+                _save(state, store, kept)
             module.exit_json(changed=exists)
-        changed = rules.get(params["name"]) != wanted
+        changed = kept.get(params["name"]) != wanted
         if changed and not module.check_mode:
-            rules[params["name"]] = wanted
-            _save(state, "firewalls.json", rules)
+            kept[params["name"]] = wanted
+            _save(state, store, kept)
         module.exit_json(changed=changed, name=params["name"])
     module.fail_json(msg=f"no stand-in for {MODULE}")
 

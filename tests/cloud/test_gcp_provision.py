@@ -26,7 +26,10 @@ FIXTURES = ROOT / "tests" / "fixtures" / "gcp"
 CLUSTER = "sparkfleet-gcp"  # inventories/gcp: the filter and sparkfleet_cluster_name
 PROJECT, ZONE, ADMIN = "my-project", "us-central1-a", "198.51.100.7/32"
 DEFAULTS = yaml.safe_load((ROOT / "roles/provision/defaults/main.yml").read_text())
-MODULES = ("gcp_compute_instance", "gcp_compute_instance_info", "gcp_compute_firewall")
+MODULES = ("gcp_compute_instance", "gcp_compute_instance_info", "gcp_compute_firewall", "gcp_compute_network",
+           "gcp_compute_subnetwork", "gcp_iam_service_account")
+ACCOUNT = f"sparkfleet-{CLUSTER}@{PROJECT}.iam.gserviceaccount.com"
+NETWORK = f"projects/{PROJECT}/global/networks/{CLUSTER}"
 
 
 def _real_modules():
@@ -109,7 +112,11 @@ def _creates(calls):
 
 
 def _ports(spec):
-    return [{"ip_protocol": p["protocol"], "ports": p["ports"]} for p in spec]
+    return [{"ip_protocol": p["protocol"], **({"ports": p["ports"]} if "ports" in p else {})} for p in spec]
+
+
+def _params(calls, module):
+    return {c["params"]["name"]: c["params"] for c in calls if c["module"] == module}
 
 
 def test_a_refuses_an_open_admin_range_before_any_call(world):
@@ -136,7 +143,11 @@ def test_b_provision_passes_the_expected_arguments(world):
         assert p["disks"][0]["boot"] and p["disks"][0]["auto_delete"]
         assert p["disks"][0]["initialize_params"]["disk_size_gb"] == DEFAULTS["provision_boot_disk_gb"][role]
         assert p["disks"][0]["initialize_params"]["source_image"] == DEFAULTS["provision_gcp_image"]
-        assert p["network_interfaces"][0]["network"] == {"selfLink": f"projects/{PROJECT}/global/networks/default"}
+        # The cluster's own network and subnetwork, its own service account with two write-only scopes.
+        assert p["network_interfaces"][0]["network"] == {"selfLink": NETWORK}
+        assert p["network_interfaces"][0]["subnetwork"] == {"selfLink": f"projects/{PROJECT}/regions/us-central1/subnetworks/{c}"}
+        assert p["service_accounts"] == [{"email": ACCOUNT, "scopes": [
+            "https://www.googleapis.com/auth/logging.write", "https://www.googleapis.com/auth/monitoring.write"]}]
         user, key = p["metadata"]["ssh-keys"].split(":", 1)
         assert user == "admin" and key.split()[:2] == public_key
         spot = role == "worker"
@@ -146,15 +157,39 @@ def test_b_provision_passes_the_expected_arguments(world):
         assert ("guest_accelerators" in p) is gpu
     assert created[f"{c}-gpu-worker-1"]["guest_accelerators"] == [
         {"accelerator_type": f"projects/{PROJECT}/zones/{ZONE}/acceleratorTypes/nvidia-tesla-t4", "accelerator_count": 1}]
-    rules = {p["name"]: p for p in (c["params"] for c in calls if c["module"] == "gcp_compute_firewall")}
-    cluster, admin = rules[f"{c}-cluster"], rules[f"{c}-admin"]
+    assert _params(calls, "gcp_iam_service_account") == {ACCOUNT: {
+        "name": ACCOUNT, "display_name": f"sparkfleet-cluster={c}: the machines' identity, no roles", "state": "present",
+        "project": PROJECT}}
+    assert _params(calls, "gcp_compute_network") == {c: {
+        "name": c, "auto_create_subnetworks": False, "description": f"sparkfleet-cluster={c}: the cluster's network",
+        "state": "present", "project": PROJECT}}
+    subnet = _params(calls, "gcp_compute_subnetwork")[c]
+    assert (subnet["network"], subnet["region"], subnet["ip_cidr_range"]) == ({"selfLink": NETWORK}, "us-central1", "10.100.0.0/20")
+    rules = _params(calls, "gcp_compute_firewall")
+    assert sorted(rules) == [f"{c}-admin", f"{c}-cluster", f"{c}-deny"]
+    assert all(r["network"] == {"selfLink": NETWORK} for r in rules.values())
+    cluster, admin, deny = rules[f"{c}-cluster"], rules[f"{c}-admin"], rules[f"{c}-deny"]
     assert cluster["allowed"] == _ports(DEFAULTS["provision_cluster_ports"])
+    # Swarm's ports and ESP (encrypted overlay networks), between the cluster's machines only.
+    assert {"ip_protocol": "udp", "ports": ["4789", "7946"]} in cluster["allowed"]
+    assert {"ip_protocol": "50"} in cluster["allowed"]
+    # Everything else denied, after the allow rules (1000) and before a default network's (65534).
+    assert deny["denied"] == [{"ip_protocol": "all"}] and deny["priority"] == 65000 and "allowed" not in deny
+    assert deny["source_ranges"] == ["0.0.0.0/0"] and deny["target_tags"] == [c]
     assert cluster["source_tags"] == cluster["target_tags"] == [c] and "source_ranges" not in cluster
     assert admin["allowed"] == _ports(DEFAULTS["provision_admin_ports"]) == [
         {"ip_protocol": "tcp", "ports": ["22"]}, {"ip_protocol": "tcp", "ports": ["443"]},
         {"ip_protocol": "tcp", "ports": ["8443"]}]
     assert admin["source_ranges"] == [ADMIN] and admin["target_tags"] == [c] and "source_tags" not in admin
     assert all(r["direction"] == "INGRESS" for r in rules.values())
+
+
+def test_b2_an_existing_cluster_on_another_network_is_refused(world):
+    """A cluster on the default network (as before there was a network of its own) keeps it:
+    new machines would not reach the old ones across two networks."""
+    result, calls = _run(world, "provision.yml", "-e", "provision_gcp_network=default")
+    assert result.returncode != 0 and "provision_gcp_network" in result.stdout
+    assert [c["module"] for c in calls] == ["gcp_compute_instance_info"]
 
 
 def test_c_a_second_run_creates_nothing(world):
@@ -206,5 +241,34 @@ def test_f_teardown_removes_the_cluster_and_nothing_else(world):
     assert list(_instances(world)) == ["other-worker-1"]
     deleted = sorted(c["params"]["name"] for c in calls if c["params"].get("state") == "absent")
     machines = ("master", "hub", "worker-1", "worker-2", "gpu-worker-1", "gpu-worker-2", "gpu-worker-3")
-    assert deleted == sorted([f"{CLUSTER}-{n}" for n in machines] + [f"{CLUSTER}-cluster", f"{CLUSTER}-admin"])
-    assert json.loads((world["state"] / "firewalls.json").read_text()) == {}
+    rules = [f"{CLUSTER}-cluster", f"{CLUSTER}-admin", f"{CLUSTER}-deny"]
+    assert deleted == sorted([f"{CLUSTER}-{n}" for n in machines] + rules + [CLUSTER, CLUSTER, ACCOUNT])
+    # The network goes after its firewall rules and subnetwork, which would keep it.
+    order = [(c["module"], c["params"]["name"]) for c in calls if c["params"].get("state") == "absent"][-3:]
+    assert order == [("gcp_compute_subnetwork", CLUSTER), ("gcp_compute_network", CLUSTER), ("gcp_iam_service_account", ACCOUNT)]
+    for store in ("firewalls", "networks", "subnetworks", "service_accounts"):
+        assert json.loads((world["state"] / f"{store}.json").read_text()) == {}
+
+
+def test_g_an_existing_network_and_account_are_used_and_kept(world):
+    """provision_gcp_network: default and a named account: nothing of either is created or
+    deleted; the deny rule closes the default network's broad rules to the cluster's machines."""
+    account = f"ops@{PROJECT}.iam.gserviceaccount.com"
+    keep = ["-e", json.dumps({"provision_gcp_network": "default", "provision_gcp_service_account": account,
+                              "provision_workers": 1, "provision_gpu_workers": 0})]
+    result, calls = _run(world, "provision.yml", *keep)
+    assert result.returncode == 0
+    assert {c["module"] for c in calls} == {"gcp_compute_instance_info", "gcp_compute_firewall", "gcp_compute_instance"}
+    default = {"selfLink": f"projects/{PROJECT}/global/networks/default"}
+    rules = _params(calls, "gcp_compute_firewall")
+    assert sorted(rules) == [f"{CLUSTER}-admin", f"{CLUSTER}-cluster", f"{CLUSTER}-deny"]
+    assert all(r["network"] == default for r in rules.values())
+    assert rules[f"{CLUSTER}-deny"]["priority"] == 65000
+    for p in _creates(calls):
+        assert p["network_interfaces"][0]["network"] == default and "subnetwork" not in p["network_interfaces"][0]
+        assert p["service_accounts"][0]["email"] == account
+
+    result, calls = _run(world, "teardown.yml", "-e", f"teardown_confirm={CLUSTER}", *keep)
+    assert result.returncode == 0
+    assert {c["module"] for c in calls} == {"gcp_compute_instance_info", "gcp_compute_firewall", "gcp_compute_instance"}
+    assert list(_instances(world)) == ["other-worker-1"]

@@ -33,7 +33,10 @@ so every host's configuration, as it was (unless the shift crosses a step).
     on the smallest worker so an executor fits anywhere; at most ``max_cores``
     cores, as many executors as
     fit, each an equal share of memory less ``headroom`` for JVM overhead
-    (standalone workers do not add spark.executor.memoryOverhead).
+    (standalone workers do not add spark.executor.memoryOverhead). A worker
+    that offers less than 1 core or 512 MiB is left out: the spark role's checks
+    refuse it with a sentence naming the worker and the variable, which an error
+    here, raised on every host that sizes executors, would hide.
 """
 
 from __future__ import annotations
@@ -123,14 +126,15 @@ def spark_worker_offer(hostvars, reserved_cores, step_mb):
 
 
 def spark_executor_sizing(offers, max_cores, headroom=0.1):
-    offers = list(offers or [])
+    offers = [(_as_int(o["cores"], "cores"), _as_int(o["memory_mb"], "memory_mb")) for o in offers or []]
     if not offers:
         raise AnsibleFilterError("spark_executor_sizing needs at least one worker offer")
-    worker_cores = min(_as_int(o["cores"], "cores") for o in offers)
-    worker_memory_mb = min(_as_int(o["memory_mb"], "memory_mb") for o in offers)
+    usable = [o for o in offers if o[0] >= 1 and o[1] >= MIN_WORKER_MEMORY_MB] or [(1, MIN_WORKER_MEMORY_MB)]
+    worker_cores = min(offer[0] for offer in usable)
+    worker_memory_mb = min(offer[1] for offer in usable)
     max_cores = _as_int(max_cores, "max_cores")
-    if worker_cores < 1 or worker_memory_mb < 1 or max_cores < 1:
-        raise AnsibleFilterError("spark_executor_sizing needs positive cores and memory")
+    if max_cores < 1:
+        raise AnsibleFilterError(f"max_cores must be at least 1, got {max_cores}")
     try:
         headroom = float(headroom)
     except (TypeError, ValueError):

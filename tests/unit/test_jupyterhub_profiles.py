@@ -76,3 +76,10 @@ def test_the_swarm_reservation_and_placement_follow_the_choice():
     implicit = profiles.settings({"name": "g", "gpu_shares": 1}, [], "NVIDIA-GPU", DEFAULTS)
     assert implicit["extra_placement_spec"]["constraints"] == ["node.labels.gpu == true"]
     assert profiles.settings({"name": "c"}, [], "NVIDIA-GPU", DEFAULTS)["extra_placement_spec"]["constraints"] == []
+
+
+def test_a_memory_limit_in_bytes_is_an_integer():
+    # JupyterHub reads a string as a number and a unit suffix: "4294967296" would be refused.
+    chosen = profiles.settings({"name": "big", "mem_limit": "4294967296"}, [], "NVIDIA-GPU", DEFAULTS)
+    assert chosen["mem_limit"] == 4294967296
+    assert profiles.settings({"name": "d"}, [], "NVIDIA-GPU", dict(DEFAULTS, mem_limit=1073741824))["mem_limit"] == 1073741824

@@ -129,7 +129,13 @@ def test_validate_tasks_change_nothing(role):
 @pytest.mark.parametrize("entry_point", ["os_vars", "ports"])
 def test_platform_read_only_entry_points_only_read(entry_point):
     for task in _yaml(ROOT / "roles" / "platform" / "tasks" / f"{entry_point}.yml"):
-        assert {k for k in task if "." in k} <= READ_ONLY
+        modules = {k for k in task if "." in k}
+        if entry_point == "ports" and modules == {"ansible.builtin.command"}:
+            # The listening sockets: one ss call that reports no change.
+            assert task["ansible.builtin.command"]["argv"][0] == "ss"
+            assert task["changed_when"] is False and task["check_mode"] is False
+            continue
+        assert modules <= READ_ONLY
 
 
 def test_platform_installed_entry_point_only_reads():

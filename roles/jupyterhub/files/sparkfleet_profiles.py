@@ -56,6 +56,13 @@ def choose(profiles, requested):
     raise ProfileError(f"the server size {requested!r} is not one you may choose")
 
 
+def _bytes(value):
+    """A memory limit as JupyterHub's ByteSpecification reads it: a plain number of bytes must be an
+    integer (a string is read as a number and a unit suffix: "4G")."""
+    text = str(value).strip()
+    return int(text) if text.isdigit() else text
+
+
 def settings(profile, base_constraints, gpu_kind, defaults):
     """What the spawner sets for this profile: limits, and the Swarm's resources and placement.
     defaults: cpu_limit and mem_limit for a profile without its own, and gpu_constraints, the
@@ -65,7 +72,7 @@ def settings(profile, base_constraints, gpu_kind, defaults):
     constraints = list(own) if own is not None else (list(defaults.get("gpu_constraints", [])) if shares else [])
     return {
         "cpu_limit": float(profile.get("cpu_limit", defaults["cpu_limit"])),
-        "mem_limit": str(profile.get("mem_limit", defaults["mem_limit"])),
+        "mem_limit": _bytes(profile.get("mem_limit", defaults["mem_limit"])),
         "extra_resources_spec": {"generic_resources": {gpu_kind: shares}} if shares else {},
         "extra_placement_spec": {"constraints": list(base_constraints) + constraints},
     }

@@ -83,3 +83,37 @@ def test_every_port_option_of_the_layer_roles_is_checked_somewhere(role, declare
     missing = sorted(set(declared) - set(checked))
     assert not missing, f"{role}: {missing} are not in the port map its preflight checks"
     assert ports.port_problems(checked, "h1") == []
+
+
+SS = """\
+LISTEN 0      128    0.0.0.0:22 0.0.0.0:* users:(("sshd",pid=39,fd=3))
+LISTEN 0      128       [::]:22    [::]:* users:(("sshd",pid=39,fd=4))
+LISTEN 0      511    0.0.0.0:8443 0.0.0.0:* users:(("nginx",pid=812,fd=6),("nginx",pid=811,fd=6))
+LISTEN 0      4096 127.0.0.53%lo:53 0.0.0.0:* users:(("systemd-resolve",pid=300,fd=14))
+LISTEN 0      50     [::ffff:127.0.0.1]:8998 *:*
+"""
+
+
+def test_listening_ports_reads_ss():
+    assert ports.listening_ports(SS) == {22: ["sshd"], 53: ["systemd-resolve"], 8443: ["nginx"], 8998: []}
+    assert ports.listening_ports("") == {}
+
+
+def test_a_port_another_program_listens_on_is_named():
+    listening = ports.listening_ports(SS)
+    found = ports.port_problems({"ui_gateway_port": 22}, "m1", {}, listening, ["nginx"])
+    assert found == ["ui_gateway_port of m1 is 22, a port sshd already listens on there (ss -ltnp shows it): give "
+                     "ui_gateway_port a port no other program of m1 uses, or stop that program."]
+    # A listener whose program ss could not name is another program too.
+    assert "another program" in ports.port_problems({"livy_port": 8998}, "m1", {}, listening, ["java"])[0]
+
+
+def test_a_port_the_role_s_own_program_holds_passes():
+    # A re-run: nginx already serves the gateway's port; facts may hand the ports back as strings.
+    listening = {str(port): names for port, names in ports.listening_ports(SS).items()}
+    assert ports.port_problems({"ui_gateway_port": 8443}, "m1", {}, listening, ["nginx"]) == []
+    assert ports.port_problems({"ui_gateway_port": 8080}, "m1", {}, listening, ["nginx"]) == []
+
+
+def test_without_programs_the_listeners_are_not_checked():
+    assert ports.port_problems({"ui_gateway_port": 22}, "m1", {}, ports.listening_ports(SS)) == []

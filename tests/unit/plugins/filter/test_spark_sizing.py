@@ -85,7 +85,6 @@ def test_executor_memory_has_a_floor():
 
 @pytest.mark.parametrize("offers, max_cores, headroom", [
     ([], 4, 0.1),
-    ([{"cores": 0, "memory_mb": 1024}], 4, 0.1),
     ([{"cores": 2, "memory_mb": 1024}], 0, 0.1),
     ([{"cores": 2, "memory_mb": 1024}], 4, 1.5),
     ([{"cores": 2, "memory_mb": 1024}], 4, "lots"),
@@ -93,6 +92,13 @@ def test_executor_memory_has_a_floor():
 def test_executor_sizing_rejects_nonsense(offers, max_cores, headroom):
     with pytest.raises(AnsibleFilterError):
         sizing.spark_executor_sizing(offers, max_cores, headroom)
+
+
+def test_executor_sizing_leaves_out_workers_the_role_refuses():
+    # Such a worker fails its own check (roles/spark/tasks/validate.yml), naming it: the others size as before.
+    offers = [{"cores": 0, "memory_mb": 4096}, {"cores": 4, "memory_mb": -5}, {"cores": 4, "memory_mb": 8192}]
+    assert sizing.spark_executor_sizing(offers, 4) == sizing.spark_executor_sizing(offers[2:], 4)
+    assert sizing.spark_executor_sizing([{"cores": 0, "memory_mb": -5}], 4) == {"cores": 1, "memory_mb": 512, "per_worker": 1}
 
 
 def test_filters_are_registered():

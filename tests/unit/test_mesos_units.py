@@ -1,6 +1,8 @@
 """The mesos role's daemons, rendered from its own defaults and the cluster-wide ZooKeeper ensemble."""
 
-from conftest import RoleRenderer
+import yaml
+
+from conftest import ROOT, RoleRenderer
 
 SINGLE = {"mesos_masters": ["m1"], "mesos_agents": ["w1", "w2"]}
 HA = {"mesos_masters": ["m1", "m2", "m3"], "mesos_agents": ["w1"]}
@@ -32,20 +34,22 @@ def test_ha_masters_elect_through_the_zookeeper_group():
     groups = dict(HA, zookeeper=["z1", "z2", "z3"])
     found, renderer = units(groups, "m2", spark_cluster_manager="mesos")
     master = found["mesos-master"]["exec_start"].split()
-    assert "--zk=zk://z1:2181,z2:2181,z3:2181/mesos" in master and "--quorum=2" in master
+    # The URL with the masters' credentials is read from a root-only file, never argv.
+    assert "--zk=file:///etc/mesos/zk" in master and "--quorum=2" in master
+    assert renderer.value("mesos_zookeeper_url", "m2") == "zk://z1:2181,z2:2181,z3:2181/mesos"
     agent = units(groups, "w1")[0]["mesos-agent"]["exec_start"].split()
     assert "--master=zk://z1:2181,z2:2181,z3:2181/mesos" in agent
     # ZooKeeper's ports are the zookeeper role's to check, not this role's.
     assert renderer.value("__mesos_host_ports", "m2") == {"mesos_master_port": 5050}
-    moved = units(groups, "m1", zookeeper_client_port=2281, zookeeper_servers=["m1", "m2", "m3"])[0]
-    assert "--zk=zk://m1:2281,m2:2281,m3:2281/mesos" in moved["mesos-master"]["exec_start"].split()
+    moved = units(groups, "m1", zookeeper_client_port=2281, zookeeper_servers=["m1", "m2", "m3"])[1]
+    assert moved.value("mesos_zookeeper_url", "m1") == "zk://m1:2281,m2:2281,m3:2281/mesos"
 
 
 def test_one_master_uses_zookeeper_when_asked():
     groups = dict(SINGLE, zookeeper=["m1"])
     assert not [a for a in units(groups, "m1")[0]["mesos-master"]["exec_start"].split() if a.startswith("--zk")]
     found, renderer = units(groups, "m1", mesos_zookeeper_enabled=True)
-    assert "--zk=zk://m1:2181/mesos" in found["mesos-master"]["exec_start"].split()
+    assert "--zk=file:///etc/mesos/zk" in found["mesos-master"]["exec_start"].split()
     assert "--quorum=1" in found["mesos-master"]["exec_start"].split()
     assert renderer.value("__mesos_master_url", "w1") == "zk://m1:2181/mesos"
 
@@ -83,3 +87,15 @@ def test_http_endpoints_need_the_login_and_root_runs_no_task():
     # Without authentication there is no login to ask for; without forbidden users, no ACLs.
     plain = units(SINGLE, "m1", mesos_authenticate=False, mesos_forbidden_task_users=[])[0]["mesos-master"]["exec_start"]
     assert "--authenticate_http" not in plain and "--acls" not in plain
+
+
+def test_the_masters_zookeeper_file_carries_their_digest_credentials():
+    """/etc/mesos/zk (--zk=file://): Mesos's zk://user:password@hosts/path, the password never in argv."""
+    tasks = yaml.safe_load((ROOT / "roles" / "mesos" / "tasks" / "configure.yml").read_text())
+    write = next(t for t in tasks if t.get("register") == "__mesos_zk_url_file")
+    assert write["no_log"] is True and write["ansible.builtin.copy"]["mode"] == "0600"
+    groups = dict(HA, zookeeper=["z1", "z2", "z3"])
+    renderer = units(groups, "m1", spark_cluster_manager="mesos", __mesos_zookeeper_secret="zkpw")[1]
+    content = renderer.string(write["ansible.builtin.copy"]["content"], "m1").strip()
+    assert content == "zk://mesos:zkpw@z1:2181,z2:2181,z3:2181/mesos"
+    assert "zkpw" not in " ".join(u["exec_start"] for u in renderer.value("__mesos_units", "m1"))

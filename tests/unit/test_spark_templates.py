@@ -214,3 +214,19 @@ def test_ui_reverse_proxy_is_on_by_default_and_can_be_switched_off():
     assert props["spark.ui.reverseProxyUrl"] == "https://ui.example.com/spark"
     props = properties(render("spark-defaults.conf.j2", spark_ui_reverse_proxy=False))
     assert not [k for k in props if k.startswith("spark.ui.")]
+
+
+def test_ha_masters_log_in_to_zookeeper_with_a_jaas_file():
+    """The masters' daemons name the JAAS file (SPARK_MASTER_OPTS); its Client section carries the password."""
+    groups = {**GROUPS, "spark_masters": ["m1", "m2"], "zookeeper": ["m1", "m2", "w1"]}
+    renderer = spark(groups, __spark_zookeeper_secret="zk-pw")
+    env = renderer.render("spark-env.sh.j2", "m1")
+    assert 'export SPARK_MASTER_OPTS="-Djava.security.auth.login.config=/etc/spark/conf/zookeeper-jaas.conf"' in env
+    assert "zk-pw" not in env
+    assert "SPARK_MASTER_OPTS" not in renderer.render("spark-env.sh.j2", "w1")
+    jaas = renderer.render("zookeeper-jaas.conf.j2", "m1")
+    client = jaas.split("Client {", 1)[1].split("};", 1)[0]
+    assert "org.apache.zookeeper.server.auth.DigestLoginModule required" in client
+    assert 'username="sparkfleet"' in client and 'password="zk-pw";' in client
+    # One master: no ZooKeeper, no login.
+    assert "SPARK_MASTER_OPTS" not in render("spark-env.sh.j2")

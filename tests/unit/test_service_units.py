@@ -102,4 +102,4 @@ def test_a_daemon_of_its_own_user_is_sandboxed():
 @pytest.mark.parametrize("item", [{}, {"user": "root"}, {"user": "yarn", "sandbox": False}])
 def test_root_daemons_and_those_that_opt_out_are_not(item):
     lines = _unit(**item)
-    assert not [line for line in lines if line.split("=")[0] in {s.split("=")[0] for s in SANDBOX}]
+    assert not [line for line in lines if line.split("=", maxsplit=1)[0] in {s.split("=", maxsplit=1)[0] for s in SANDBOX}]

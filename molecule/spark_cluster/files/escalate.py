@@ -7,7 +7,7 @@ import subprocess
 from pyspark.sql import SparkSession
 
 
-def attempt(_):
+def attempt(_partition):
     run = subprocess.run(["sudo", "-n", "id", "-u"], capture_output=True, text=True, check=False)
     said = (run.stdout + run.stderr).strip().splitlines()
     yield socket.gethostname(), run.returncode, said[0] if said else ""

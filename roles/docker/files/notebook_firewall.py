@@ -15,8 +15,9 @@ rejects the refused networks (the cluster's hosts, the cloud metadata server, th
 networks) and returns the rest (the outside world) to Docker's rules, and SPARKFLEET-NOTEBOOKS-HOST
 rejects everything else. SPARKFLEET-NOTEBOOKS-INBOUND lets through replies and new connections from
 the callers (the hub, whose proxy reaches each server at its published port) and rejects the rest:
-a published port goes around the host's own input firewall, and only the hub has business there. Docker never flushes DOCKER-USER; the jumps into our chains are added once, at the
-top, and never duplicated. The `iptables` commands are the ones on PATH, which the host's
+a published port goes around the host's own input firewall, and only the hub has business there.
+Docker never flushes DOCKER-USER; the jumps into our chains are added once, at the top, and never
+duplicated. The `iptables` commands are the ones on PATH, which the host's
 alternatives point at the backend dockerd uses too.
 
     notebook_firewall.py --config FILE            apply (the systemd unit's ExecStart)

@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/env python
 """Write the lock of a component's jars from a Maven repository (the ``maven`` install method).
 
     python3 scripts/maven_lock.py hadoop 3.4.1 [--repository URL]
@@ -219,7 +219,7 @@ def describe(local_path, local_repository, repository, dest_of):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("component", choices=sorted(COMPONENTS))
     parser.add_argument("version")
     parser.add_argument("--repository", default=CENTRAL, help="Maven repository base URL (default: %(default)s)")

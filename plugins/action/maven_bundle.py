@@ -135,7 +135,7 @@ def fetch(repository, cache_dir, artifact):
     published = repository.published_sha1(artifact["path"])
     if published != artifact["sha1"]:
         raise Rejected("%s: the repository publishes SHA-1 %s, the lock says %s"
-                                % (artifact["path"], published or "(nothing)", artifact["sha1"]))
+                       % (artifact["path"], published or "(nothing)", artifact["sha1"]))
     os.makedirs(os.path.dirname(final), exist_ok=True)
     # A name of its own: two runs on one controller may fetch the same jar at once.
     handle, part = tempfile.mkstemp(prefix=os.path.basename(final) + ".", suffix=".part", dir=os.path.dirname(final))
@@ -151,10 +151,10 @@ def fetch(repository, cache_dir, artifact):
             want = artifact["sha1" if name == "SHA-1" else "sha256"]
             if got != want:
                 raise Rejected("%s from %s: %s %s, the lock says %s"
-                                        % (artifact["path"], repository.base, name, got, want))
+                               % (artifact["path"], repository.base, name, got, want))
         if size != artifact["size"]:
             raise Rejected("%s from %s: %d bytes, the lock says %d"
-                                    % (artifact["path"], repository.base, size, artifact["size"]))
+                           % (artifact["path"], repository.base, size, artifact["size"]))
         os.chmod(part, 0o644)
         os.replace(part, final)
     finally:

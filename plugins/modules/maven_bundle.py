@@ -21,7 +21,7 @@ description:
     lock's SHA-1 and the file's SHA-1, SHA-256 and size equal the lock's; anything else fails,
     naming the artifact and both digests, and leaves nothing in the cache.
   - The tarball is deterministic (sorted entries, directories included, modification time 0, owner
-    and group C(root) with ids 0, modes C(0644) and C(0755), gzip header time 0): the same lock and
+    and group C(root) with ids 0, modes C(0644) and C(0755), gzip header time 0). The same lock and
     O(prefix) give the same bytes on every controller. It is written next to O(dest) and renamed into
     place. A sidecar O(dest)C(.lock-sha256) records the SHA-256 of the lock file and the prefix it
     was built from; while both match, the tarball is left alone and nothing is fetched.

@@ -3,7 +3,6 @@
 committed Hadoop lock (scripts/maven_lock.py writes it)."""
 
 import functools
-import gzip
 import hashlib
 import http.server
 import io
@@ -97,7 +96,7 @@ def test_the_bundle_is_the_release_layout_and_deterministic(repo):
             assert member.mode == (0o755 if member.isdir() else 0o644), member.name
         for dest, content in JARS.values():
             assert tar.extractfile("hadoop-3.4.1-maven/" + dest).read() == content
-        assert {m.name for m in members if m.isfile()} == {"hadoop-3.4.1-maven/" + d for d, _ in JARS.values()}
+        assert {m.name for m in members if m.isfile()} == {"hadoop-3.4.1-maven/" + d for d, _content in JARS.values()}
     assert cache_files(repo) == sorted("maven/" + p for p in JARS)
 
     # Another controller, another cache: the same bytes.

@@ -1,6 +1,8 @@
 """The hadoop role's configuration, rendered from its own defaults for several inventories and parsed."""
 
 import configparser
+import os
+import subprocess
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -82,10 +84,18 @@ def test_web_uis_listen_on_loopback_only():
     core = xml_properties(render(CPU_ONLY, "core-site.xml.j2", "m1"))
     assert hdfs["dfs.namenode.http-address"] == "127.0.0.1:9870"
     assert hdfs["dfs.datanode.http.address"] == "127.0.0.1:9864"
+    assert hdfs["dfs.namenode.secondary.http-address"] == "127.0.0.1:9868"
     assert yarn["yarn.resourcemanager.webapp.address"] == "127.0.0.1:8088"
     assert yarn["yarn.nodemanager.webapp.address"] == "127.0.0.1:8042"
     assert core["hadoop.http.authentication.simple.anonymous.allowed"] == "false"
     assert hdfs["dfs.webhdfs.enabled"] == "false"
+
+
+def test_the_namespace_is_kept_twice_and_checkpointed():
+    hdfs = xml_properties(render(CPU_ONLY, "hdfs-site.xml.j2", "m1", extra={"hadoop_checkpoint_period_seconds": 600}))
+    assert hdfs["dfs.namenode.name.dir"] == "file:///var/lib/hadoop/hdfs/namenode,file:///var/lib/hadoop/hdfs/namenode-copy"
+    assert hdfs["dfs.namenode.checkpoint.dir"] == "file:///var/lib/hadoop/hdfs/checkpoint"
+    assert hdfs["dfs.namenode.checkpoint.period"] == "600"
 
 
 GPU_PROPS = ("yarn.nodemanager.resource-plugins", "yarn.nodemanager.container-executor.class",
@@ -126,7 +136,9 @@ def test_yarn_io_gpu_is_declared_where_it_is_scheduled():
     assert gpu.value("__hadoop_declares_gpu_type", "m1") is True
     assert gpu.value("__hadoop_declares_gpu_type", "g1") is True
     assert gpu.value("__hadoop_declares_gpu_type", "w1") is False
-    assert cpu.value("__hadoop_declares_gpu_type", "m1") is False
+    # Without GPUs it still knows the type, so that a request for one is refused, not ignored.
+    assert cpu.value("__hadoop_declares_gpu_type", "m1") is True
+    assert cpu.value("__hadoop_declares_gpu_type", "w1") is False
     off = RoleRenderer("hadoop", WITH_GPU, extra={"hadoop_yarn_gpu_enabled": False})
     assert off.value("__hadoop_declares_gpu_type", "m1") is False
     assert "yarn.nodemanager.resource-plugins" not in xml_properties(off.render("yarn-site.xml.j2", "g1"))
@@ -159,15 +171,64 @@ def test_extra_properties_override_and_mapreduce_runs_on_yarn():
 def test_daemons_run_in_the_foreground_as_their_users():
     renderer = RoleRenderer("hadoop", WITH_GPU)
     units = {u["name"]: u for u in renderer.value("__hadoop_units", "m1")}
-    assert set(units) == {"hadoop-hdfs-namenode", "hadoop-hdfs-datanode", "hadoop-yarn-resourcemanager",
-                          "hadoop-yarn-nodemanager"}
-    assert units["hadoop-hdfs-namenode"]["exec_start"] == "/opt/hadoop/current/bin/hdfs --config /etc/hadoop/conf namenode"
+    assert set(units) == {"hadoop-hdfs-namenode", "hadoop-hdfs-secondarynamenode", "hadoop-hdfs-datanode",
+                          "hadoop-yarn-resourcemanager", "hadoop-yarn-nodemanager"}
+    assert units["hadoop-hdfs-namenode"]["exec_start"] == "/opt/hadoop/bin/hdfs namenode"
+    assert units["hadoop-yarn-nodemanager"]["exec_start"] == "/opt/hadoop/bin/yarn nodemanager"
     assert units["hadoop-hdfs-namenode"]["user"] == "hdfs"
     assert units["hadoop-yarn-nodemanager"]["user"] == "yarn"
-    assert renderer.value("__hadoop_host_services", "m1") == ["hadoop-hdfs-namenode", "hadoop-yarn-resourcemanager"]
+    assert renderer.value("__hadoop_host_services", "m1") == ["hadoop-hdfs-namenode", "hadoop-hdfs-secondarynamenode",
+                                                              "hadoop-yarn-resourcemanager"]
     assert renderer.value("__hadoop_host_services", "g1") == ["hadoop-hdfs-datanode", "hadoop-yarn-nodemanager"]
 
 
 def test_hadoop_is_enabled_by_the_cluster_manager():
     assert RoleRenderer("hadoop", CPU_ONLY).value("hadoop_enabled", "m1") is False
     assert RoleRenderer("hadoop", CPU_ONLY, extra={"spark_cluster_manager": "yarn"}).value("hadoop_enabled", "m1") is True
+
+
+@pytest.fixture(name="launcher")
+def fixture_launcher(tmp_path):
+    """The rendered launcher and hadoop-env.sh, with a java that prints what it was started with."""
+    conf, bin_dir, java = tmp_path / "conf", tmp_path / "bin", tmp_path / "jdk" / "bin" / "java"
+    for directory in (conf, bin_dir, java.parent):
+        directory.mkdir(parents=True)
+    java.write_text('#!/bin/sh\nfor a in "$@"; do echo "$a"; done\n')
+    java.chmod(0o755)
+    renderer = RoleRenderer("hadoop", CPU_ONLY, extra={"hadoop_conf_dir": str(conf), "java_home": str(java.parent.parent),
+                                                      "hadoop_daemon_memory_mb": 700})
+    (conf / "hadoop-env.sh").write_text(renderer.render("hadoop-env.sh.j2", "m1"))
+    (bin_dir / "hadoop").write_text(renderer.render("hadoop.sh.j2", "m1"))
+    (bin_dir / "hadoop").chmod(0o755)
+    for tool in ("hdfs", "yarn"):
+        os.symlink("hadoop", bin_dir / tool)
+
+    def run(*argv):
+        env = {"PATH": "/usr/bin:/bin"}
+        done = subprocess.run([str(bin_dir / argv[0]), *argv[1:]], env=env, capture_output=True, text=True, check=False)
+        return done.returncode, done.stdout.splitlines(), done.stderr
+    return run
+
+
+def test_the_launcher_starts_daemons_with_their_class_heap_and_the_release_classpath(launcher):
+    rc, args, _ = launcher("hdfs", "namenode")
+    assert rc == 0
+    assert args[-1] == "org.apache.hadoop.hdfs.server.namenode.NameNode"
+    assert "-Xmx700m" in args and "--add-opens=java.base/java.lang=ALL-UNNAMED" in args
+    classpath = args[args.index("-cp") + 1].split(":")
+    assert classpath[1:4] == ["/opt/hadoop/current/share/hadoop/common/lib/*", "/opt/hadoop/current/share/hadoop/common/*",
+                              "/opt/hadoop/current/share/hadoop/hdfs"]
+    assert "/opt/hadoop/current/share/hadoop/yarn/*" in classpath
+    rc, args, _ = launcher("yarn", "nodemanager")
+    assert (rc, args[-1]) == (0, "org.apache.hadoop.yarn.server.nodemanager.NodeManager")
+
+
+def test_the_launcher_runs_clients_with_their_arguments_and_refuses_the_rest(launcher):
+    rc, args, _ = launcher("hdfs", "dfs", "-cat", "/a b")
+    assert rc == 0 and "-Xmx256m" in args
+    assert args[-3:] == ["org.apache.hadoop.fs.FsShell", "-cat", "/a b"]
+    # Apache's yarn script hands ApplicationCLI its subcommand.
+    rc, args, _ = launcher("yarn", "application", "-status", "application_1_1")
+    assert args[-4:] == ["org.apache.hadoop.yarn.client.cli.ApplicationCLI", "application", "-status", "application_1_1"]
+    rc, args, err = launcher("hdfs", "balancer")
+    assert rc == 64 and args == [] and "not a command here: hdfs balancer" in err

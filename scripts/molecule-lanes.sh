@@ -18,7 +18,7 @@ run_lane() {
   local s start rc=0
   for s in "$@"; do
     case "$s:${SPARKFLEET_ARTIFACT_MIRROR:-}:${SPARKFLEET_MESOS_URL:-}" in
-      hadoop::*|livy::*) echo "=== scenario $s SKIPPED: SPARKFLEET_ARTIFACT_MIRROR is not set; Apache's Hadoop and Livy files cannot be downloaded here (roles/hadoop/README.md: running with the real artifacts)"; continue;;
+      livy::*) echo "=== scenario $s SKIPPED: SPARKFLEET_ARTIFACT_MIRROR is not set; Livy's release files cannot be downloaded here (roles/livy/README.md)"; continue;;
       mesos:*:) echo "=== scenario $s SKIPPED: SPARKFLEET_MESOS_URL is not set; Mesos ships no current binaries (roles/mesos/README.md)"; continue;;
     esac
     start=$(date +%s)

@@ -1,5 +1,5 @@
 """The mirror-gated Molecule scenarios never pass silently: each step imports either its real
-playbook or molecule/hadoop/skipped.yml (which prints why), chosen when the playbook is loaded,
+playbook or molecule/shared/skipped.yml (which prints why), chosen when the playbook is loaded,
 under the same condition, so nothing is created, converged or verified when skipping."""
 
 import os
@@ -9,16 +9,16 @@ import yaml
 
 from conftest import ROOT, RoleRenderer
 
-GATES = {"hadoop": ["SPARKFLEET_ARTIFACT_MIRROR"], "livy": ["SPARKFLEET_ARTIFACT_MIRROR"],
+GATES = {"livy": ["SPARKFLEET_ARTIFACT_MIRROR"],
          "mesos": ["SPARKFLEET_MESOS_URL", "SPARKFLEET_MESOS_CHECKSUM"]}
 REAL = {"converge": "converge_layers.yml"}
-VERIFY = {"hadoop": "verify_yarn.yml", "livy": "verify_livy.yml", "mesos": "verify_mesos.yml"}
+VERIFY = {"livy": "verify_livy.yml", "mesos": "verify_mesos.yml"}
 
 
 def _step(scenario, step):
     base = ROOT / "molecule" / scenario
     playbooks = yaml.safe_load((base / "molecule.yml").read_text())["provisioner"]["playbooks"]
-    path = (base / playbooks.get(step, "../hadoop/create.yml" if step == "create" else step)).resolve()
+    path = (base / playbooks.get(step, step)).resolve()
     return path, yaml.safe_load(path.read_text())
 
 
@@ -53,7 +53,7 @@ def test_each_step_imports_the_real_playbook_or_the_reason(scenario, step, monke
     path, plays = _step(scenario, step)
     (play,) = plays
     assert set(play) == {"name", "ansible.builtin.import_playbook", "vars"}
-    skipped = ROOT / "molecule" / "hadoop" / "skipped.yml"
+    skipped = ROOT / "molecule" / "shared" / "skipped.yml"
     # Every gate given: the real playbook, which exists.
     real = _chosen(play, path, monkeypatch, GATES[scenario])
     if step == "create":
@@ -71,7 +71,7 @@ def test_each_step_imports_the_real_playbook_or_the_reason(scenario, step, monke
 
 
 def test_the_skip_playbook_prints_and_touches_no_host(monkeypatch):
-    (play,) = yaml.safe_load((ROOT / "molecule" / "hadoop" / "skipped.yml").read_text())
+    (play,) = yaml.safe_load((ROOT / "molecule" / "shared" / "skipped.yml").read_text())
     assert play["hosts"] == "localhost" and play["gather_facts"] is False
     (task,) = play["tasks"]
     assert set(task) == {"name", "ansible.builtin.debug"}

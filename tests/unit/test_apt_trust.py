@@ -138,11 +138,6 @@ def _host(distribution, version, arch="x86_64"):
                                     "distribution_version": version, "architecture": arch, "os_family": "Debian"}}}
 
 
-def test_both_roles_keep_the_same_checksums():
-    assert _yaml("roles/nvidia_driver/defaults/main.yml")["nvidia_driver_cuda_keyring_checksums"] == \
-        _yaml("roles/cuda/vars/main.yml")["__cuda_keyring_checksums"]
-
-
 @pytest.mark.parametrize("role", sorted(KEYRING))
 @pytest.mark.parametrize("host, checksum", [
     (_host("Debian", "12"), "sha256:e7f219eab6fe4819cdb5c15b98233dc3420302d9c00883219cd3d896857cf48d"),

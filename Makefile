@@ -17,8 +17,8 @@ PYTHON ?= python3
 # on its own hosts and ports) run in a second lane beside the others, in SCENARIOS' order, chosen so
 # that the two lanes take about as long; MOLECULE_LANES=1 runs all in one lane. One scenario:
 # `make molecule SCENARIOS=common`.
-SCENARIOS ?= preflight common spark_cluster spark_tarball livy mesos lab-test hadoop
-SIDE_SCENARIOS ?= lab-test hadoop
+SCENARIOS ?= preflight common hadoop spark_cluster spark_tarball livy mesos lab-test
+SIDE_SCENARIOS ?= preflight lab-test
 MOLECULE_LANES ?= 2
 export SCENARIOS SIDE_SCENARIOS MOLECULE_LANES
 # Scenarios whose software cannot be downloaded here: they run when their artifacts are

@@ -195,8 +195,8 @@ def fixture_launcher(tmp_path):
         directory.mkdir(parents=True)
     java.write_text('#!/bin/sh\nfor a in "$@"; do echo "$a"; done\n')
     java.chmod(0o755)
-    renderer = RoleRenderer("hadoop", CPU_ONLY, extra={"hadoop_conf_dir": str(conf), "java_home": str(java.parent.parent),
-                                                      "hadoop_daemon_memory_mb": 700})
+    renderer = RoleRenderer("hadoop", CPU_ONLY, extra={
+        "hadoop_conf_dir": str(conf), "java_home": str(java.parent.parent), "hadoop_daemon_memory_mb": 700})
     (conf / "hadoop-env.sh").write_text(renderer.render("hadoop-env.sh.j2", "m1"))
     (bin_dir / "hadoop").write_text(renderer.render("hadoop.sh.j2", "m1"))
     (bin_dir / "hadoop").chmod(0o755)
@@ -211,24 +211,25 @@ def fixture_launcher(tmp_path):
 
 
 def test_the_launcher_starts_daemons_with_their_class_heap_and_the_release_classpath(launcher):
-    rc, args, _ = launcher("hdfs", "namenode")
-    assert rc == 0
+    rc, args, err = launcher("hdfs", "namenode")
+    assert rc == 0, err
     assert args[-1] == "org.apache.hadoop.hdfs.server.namenode.NameNode"
     assert "-Xmx700m" in args and "--add-opens=java.base/java.lang=ALL-UNNAMED" in args
     classpath = args[args.index("-cp") + 1].split(":")
     assert classpath[1:4] == ["/opt/hadoop/current/share/hadoop/common/lib/*", "/opt/hadoop/current/share/hadoop/common/*",
                               "/opt/hadoop/current/share/hadoop/hdfs"]
     assert "/opt/hadoop/current/share/hadoop/yarn/*" in classpath
-    rc, args, _ = launcher("yarn", "nodemanager")
-    assert (rc, args[-1]) == (0, "org.apache.hadoop.yarn.server.nodemanager.NodeManager")
+    rc, args, err = launcher("yarn", "nodemanager")
+    assert (rc, args[-1]) == (0, "org.apache.hadoop.yarn.server.nodemanager.NodeManager"), err
 
 
 def test_the_launcher_runs_clients_with_their_arguments_and_refuses_the_rest(launcher):
-    rc, args, _ = launcher("hdfs", "dfs", "-cat", "/a b")
-    assert rc == 0 and "-Xmx256m" in args
+    rc, args, err = launcher("hdfs", "dfs", "-cat", "/a b")
+    assert rc == 0 and "-Xmx256m" in args, err
     assert args[-3:] == ["org.apache.hadoop.fs.FsShell", "-cat", "/a b"]
     # Apache's yarn script hands ApplicationCLI its subcommand.
-    rc, args, _ = launcher("yarn", "application", "-status", "application_1_1")
+    rc, args, err = launcher("yarn", "application", "-status", "application_1_1")
+    assert rc == 0, err
     assert args[-4:] == ["org.apache.hadoop.yarn.client.cli.ApplicationCLI", "application", "-status", "application_1_1"]
     rc, args, err = launcher("hdfs", "balancer")
     assert rc == 64 and args == [] and "not a command here: hdfs balancer" in err

@@ -6,7 +6,11 @@ The check itself (plugins/filter/openpgp.py) is tested on real keys in
 tests/unit/plugins/filter/test_openpgp.py; these tests hold the roles to using it."""
 
 import json
+import os
+import pathlib
 import re
+import subprocess
+import sys
 
 import pytest
 import yaml
@@ -82,18 +86,50 @@ def test_no_role_fetches_an_apt_key_another_way():
             assert "://" not in deb and "_url" not in deb, f"{path}: {task['name']} installs a .deb straight from a URL"
 
 
-def test_apt_key_checks_the_fetched_file_before_anything_is_written_where_apt_reads():
-    tasks = _tasks("roles/platform/tasks/apt_key.yml")
-    names = [t["name"] for t in tasks]
-    fetch = next(t for t in tasks if "ansible.builtin.get_url" in t)
-    assert fetch["ansible.builtin.get_url"]["dest"] == "{{ __platform_apt_key_tmp.path }}"
-    check = next(t for t in tasks if "ansible.builtin.assert" in t)
-    assert "sparkfleet.cluster.openpgp_key_problems(platform_apt_key_fingerprints" in " ".join(check["vars"]["__problems"].split())
-    writers = [t for t in tasks if "platform_apt_key_path }}" in json.dumps({k: v for k, v in t.items() if k != "name"})
-               and "ansible.builtin.file" not in t and "block" not in t]
-    assert [w["name"] for w in writers] == ["Platform | Install the checked key where apt reads it."]
-    assert names.index(fetch["name"]) < names.index(check["name"]) < names.index(writers[0]["name"])
-    assert writers[0]["ansible.builtin.copy"]["src"] == "{{ __platform_apt_key_tmp.path }}"
+FIXTURES = ROOT / "tests/unit/plugins/filter/fixtures/openpgp"
+PINNED_FPR = "DFE40E98A58499373AC25BE7F97F87765E20F546"  # tests/unit/plugins/filter/fixtures/openpgp/pinned.asc
+ANSIBLE_PLAYBOOK = pathlib.Path(sys.executable).parent / "ansible-playbook"
+INSTALLED = r"Install the checked key where apt reads it\.\] \**\s*changed: \[localhost\]"
+
+
+def _apt_key(tmp_path, url):
+    """Run the platform role's apt_key entry point on this machine (local connection) into tmp_path."""
+    play = tmp_path / "play.yml"
+    play.write_text(yaml.safe_dump([{"hosts": "localhost", "gather_facts": False, "tasks": [{
+        "ansible.builtin.include_role": {"name": "sparkfleet.cluster.platform", "tasks_from": "apt_key"},
+        "vars": {"platform_apt_key_url": url, "platform_apt_key_path": str(tmp_path / "keyrings/vendor.asc"),
+                 "platform_apt_key_fingerprints": [PINNED_FPR],
+                 "platform_apt_key_fingerprints_variable": "vendor_gpg_key_fingerprints"}}]}]))
+    (tmp_path / "ansible.cfg").write_text("[defaults]\n")
+    env = dict(os.environ, ANSIBLE_CONFIG=str(tmp_path / "ansible.cfg"), ANSIBLE_NOCOLOR="1",
+               ANSIBLE_COLLECTIONS_PATH=str(ROOT / "collections"), ANSIBLE_LOCALHOST_WARNING="false",
+               ANSIBLE_PYTHON_INTERPRETER=sys.executable)
+    done = subprocess.run([str(ANSIBLE_PLAYBOOK), "-i", "localhost,", "-c", "local", str(play)],
+                          env=env, capture_output=True, text=True, timeout=300, check=False)
+    return done.returncode, " ".join((done.stdout + done.stderr).split())
+
+
+@pytest.mark.skipif(not ANSIBLE_PLAYBOOK.exists(), reason="ansible-playbook is not installed beside this Python")
+def test_apt_key_writes_only_a_pinned_key_and_fetches_nothing_while_the_installed_one_passes(tmp_path):
+    keyring = tmp_path / "keyrings/vendor.asc"
+    served = tmp_path / "served.asc"
+    # A key that is not pinned (a swapped key at the URL) is refused and nothing is written.
+    served.write_text((FIXTURES / "other.asc").read_text())
+    code, out = _apt_key(tmp_path, served.as_uri())
+    assert code != 0 and "not among vendor_gpg_key_fingerprints" in out and not keyring.exists()
+    # The pinned one is written, changed.
+    served.write_text((FIXTURES / "pinned.asc").read_text())
+    code, out = _apt_key(tmp_path, served.as_uri())
+    assert code == 0 and re.search(INSTALLED, out) and keyring.read_text() == served.read_text()
+    # Installed and still pinned: kept, and the URL is not fetched (it serves nothing now: a fetch fails).
+    served.unlink()
+    code, out = _apt_key(tmp_path, served.as_uri())
+    assert code == 0 and re.search(r"ok=\d+ changed=0 ", out)
+    # An installed key the pins no longer accept is fetched again and replaced.
+    keyring.write_text((FIXTURES / "other.asc").read_text())
+    served.write_text((FIXTURES / "pinned.asc").read_text())
+    code, out = _apt_key(tmp_path, served.as_uri())
+    assert code == 0 and re.search(INSTALLED, out) and keyring.read_text() == served.read_text()
 
 
 @pytest.mark.parametrize("role, variable, method", [

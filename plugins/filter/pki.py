@@ -4,11 +4,13 @@
 """The cluster CA's name constraints (RFC 5280, 4.2.1.10).
 
 ``pki_permitted_names(names, domains=())``
-    The permitted subtrees a new cluster CA gets by default: each name in ``names`` itself (inventory
-    names, addresses, URLs' hosts, "DNS:"/"IP:" entries), the DNS domain of each fully qualified
-    name in ``domains`` (the hosts' gathered FQDNs: a host added later in the same domain is
-    covered) when that domain has two labels or more, ``localhost``, and the loopback and private
-    address ranges. Public addresses are kept as single addresses.
+    The permitted DNS subtrees a new cluster CA gets by default: each DNS name in ``names`` itself
+    (inventory names, URLs' hosts, "DNS:" entries; addresses and "IP:" entries are left out), the
+    DNS domain of each fully qualified name in ``domains`` (the hosts' gathered FQDNs: a host added
+    later in the same domain is covered) when that domain has two labels or more, and
+    ``localhost``. No IP subtrees: gRPC's TLS (BoringSSL, which Spark Connect's Python client
+    uses) refuses every certificate of a CA that has them ("unsupported name constraint type"), so
+    addresses stay unconstrained.
 
 ``pki_names_outside(sans, ca_certificate)``
     The entries of ``sans`` ("DNS:<name>", "IP:<address>") that the CA certificate's name
@@ -25,9 +27,6 @@ except ImportError:  # pragma: no cover - community.crypto needs it on the contr
     x509 = None
 
 from ansible.errors import AnsibleFilterError
-
-PRIVATE_RANGES = ("127.0.0.0/8", "10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "::1/128", "fc00::/7")
-
 
 def _address(text):
     try:
@@ -48,33 +47,24 @@ def _entry(name):
     address = _address(value)
     if kind == "IP" or address is not None:
         if address is None:
-            raise AnsibleFilterError(f"pki_permitted_names: {name!r} is not an IP address")
+            raise AnsibleFilterError(f"{name!r} is not an IP address")
         return ("IP", address)
     return ("DNS", value.rstrip(".").lower())
 
 
 def pki_permitted_names(names, domains=None):
-    """The default permitted subtrees ("DNS:<name>", "IP:<network>") of a new cluster CA."""
-    networks = [ipaddress.ip_network(r) for r in PRIVATE_RANGES]
+    """The default permitted DNS subtrees ("DNS:<name>") of a new cluster CA."""
     dns = {"localhost"}
-    extra_networks = []
     for name in list(names or []):
         entry = _entry(name)
-        if entry is None:
-            continue
-        kind, value = entry
-        if kind == "DNS":
-            dns.add(value)
-        elif not any(value in network for network in networks):
-            extra_networks.append(ipaddress.ip_network(value))
+        if entry and entry[0] == "DNS":
+            dns.add(entry[1])
     for fqdn in list(domains or []):
         entry = _entry(fqdn)
         if entry and entry[0] == "DNS" and entry[1].count(".") >= 2:
             dns.add(entry[1].split(".", 1)[1])
     # A name under another permitted name adds nothing.
-    dns = {n for n in dns if not any(n != d and n.endswith("." + d) for d in dns)}
-    return ([f"DNS:{n}" for n in sorted(dns)]
-            + [f"IP:{n}" for n in networks + sorted(set(extra_networks), key=str)])
+    return [f"DNS:{n}" for n in sorted(dns) if not any(n != d and n.endswith("." + d) for d in dns)]
 
 
 def _within_dns(name, tree):

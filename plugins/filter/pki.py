@@ -28,6 +28,7 @@ except ImportError:  # pragma: no cover - community.crypto needs it on the contr
 
 from ansible.errors import AnsibleFilterError
 
+
 def _address(text):
     try:
         return ipaddress.ip_address(text.strip("[]"))

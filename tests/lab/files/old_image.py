@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Make an image that looks old: a copy of BASE whose creation time is CREATED and whose labels
 are BASE's plus LABEL=VALUE (none when LABEL is empty), tagged TAG, on this host's Docker.
 

@@ -103,3 +103,28 @@ def test_a_daemon_of_its_own_user_is_sandboxed():
 def test_root_daemons_and_those_that_opt_out_are_not(item):
     lines = _unit(**item)
     assert not [line for line in lines if line.split("=", maxsplit=1)[0] in {s.split("=", maxsplit=1)[0] for s in SANDBOX}]
+
+
+JOB = {"name": "sparkfleet-registry-gc", "description": "GC", "exec_start": "/usr/local/sbin/gc", "wanted": True,
+       "timer": {"on_calendar": "Sun *-*-* 03:00:00"}}
+
+
+def test_a_job_restarts_as_its_timer_never_as_its_service():
+    assert _restart([SPARK, JOB], [], rendered_changed=["sparkfleet-registry-gc", "spark-worker"]) == [
+        "spark-worker", "sparkfleet-registry-gc.timer"]
+    assert _restart([SPARK, JOB], ["spark-worker"]) == ["spark-worker"]
+
+
+def test_a_job_is_a_oneshot_service_without_restart_or_install():
+    text = RoleRenderer("service", extra={"item": JOB}).render("unit.service.j2")
+    assert "Type=oneshot" in text.splitlines()
+    assert "Restart=" not in text and "[Install]" not in text
+    assert "Restart=on-failure" in RoleRenderer("service", extra={"item": SPARK}).render("unit.service.j2")
+
+
+def test_a_jobs_timer_starts_its_service_on_the_schedule():
+    lines = RoleRenderer("service", extra={"item": JOB}).render("unit.timer.j2").splitlines()
+    assert "OnCalendar=Sun *-*-* 03:00:00" in lines
+    assert "Unit=sparkfleet-registry-gc.service" in lines
+    assert "Persistent=true" in lines
+    assert "WantedBy=timers.target" in lines

@@ -264,7 +264,7 @@ http {{
     process = subprocess.Popen([binary, "-p", str(tmp_path), "-c", str(tmp_path / "nginx.conf")],  # pylint: disable=consider-using-with
                                stderr=subprocess.PIPE)
     try:
-        for _ in range(100):
+        for _attempt in range(100):
             with socket.socket() as sock:
                 if sock.connect_ex(("127.0.0.1", port)) == 0:
                     break

@@ -75,8 +75,20 @@ def test_yarn_with_spark_4_is_accepted(tmp_path):
 
 
 def test_livy_with_spark_3_5_on_yarn_is_accepted(tmp_path):
-    rc, out = preflight(tmp_path, spark_version="3.5.8", spark_cluster_manager="yarn", livy_enabled=True)
+    rc, out = preflight(tmp_path, spark_version="3.5.8", spark_cluster_manager="yarn", livy_enabled=True,
+                        livy_users=["alice"])
     assert rc == 0, out
+
+
+def test_livy_without_an_account_to_log_in_is_refused(tmp_path):
+    # No notebook host and no livy_users: nginx would let nobody in.
+    rc, out = preflight(tmp_path, spark_version="3.5.8", spark_cluster_manager="yarn", livy_enabled=True)
+    assert rc != 0, out
+    assert "livy_users is [] and livy_superusers is []" in out
+    rc, out = preflight(tmp_path, spark_version="3.5.8", spark_cluster_manager="yarn", livy_enabled=True,
+                        livy_users=["alice"], livy_superusers=["Bob&user.name=x"])
+    assert rc != 0, out
+    assert "every name must be an account name" in out
 
 
 def test_mesos_without_an_artifact_says_why(tmp_path):

@@ -233,3 +233,15 @@ def test_the_launcher_runs_clients_with_their_arguments_and_refuses_the_rest(lau
     assert args[-4:] == ["org.apache.hadoop.yarn.client.cli.ApplicationCLI", "application", "-status", "application_1_1"]
     rc, args, err = launcher("hdfs", "balancer")
     assert rc == 64 and args == [] and "not a command here: hdfs balancer" in err
+
+
+def test_livy_may_act_for_its_accounts_only_when_livy_runs():
+    # Off (CI's hadoop scenario): core-site.xml has exactly the properties it has without Livy.
+    off = xml_properties(render(CPU_ONLY, "core-site.xml.j2", "m1"))
+    assert set(off) == {"fs.defaultFS", "hadoop.tmp.dir", "hadoop.http.staticuser.user",
+                        "hadoop.http.authentication.simple.anonymous.allowed"}
+    groups = dict(CPU_ONLY, livy=["m1"], notebook=["nb1"])
+    on = xml_properties(render(groups, "core-site.xml.j2", "w1", hostvars={"nb1": {"notebook_host_users": ["alice"]}},
+                               extra={"livy_enabled": True}))
+    assert {k: v for k, v in on.items() if k not in off} == {
+        "hadoop.proxyuser.livy.hosts": "m1", "hadoop.proxyuser.livy.users": "alice,jupyter"}

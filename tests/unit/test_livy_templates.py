@@ -1,10 +1,24 @@
-"""The livy role's configuration, rendered from its own defaults and parsed."""
+"""The livy role's configuration, rendered from its own defaults and parsed; the nginx site run by a
+real nginx (where one is installed) in front of a recording upstream."""
 
+import base64
+import http.client
+import http.server
+import pathlib
 import re
+import shutil
+import socket
+import ssl
+import subprocess
+import threading
+import time
 
 import pytest
+import yaml
 
 from conftest import RoleRenderer
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 CLUSTER = {"spark_masters": ["m1"], "spark_workers": ["w1", "w2"], "livy": ["m1"]}
 
@@ -28,17 +42,46 @@ def conf(**extra):
     return hocon_properties(RoleRenderer("livy", CLUSTER, extra=extra).render("livy.conf.j2", "m1"))
 
 
-def test_basic_auth_keeps_livy_on_loopback_behind_the_proxy():
+TLS = {"certificate": "/etc/ssl/sparkfleet/livy.crt", "key": "/etc/ssl/sparkfleet/livy.key", "changed": False}
+
+
+def test_basic_auth_keeps_livy_on_loopback_behind_the_tls_proxy():
     renderer = RoleRenderer("livy", CLUSTER, hostvars={"m1": {"ansible_facts": {
-        "default_ipv4": {"address": "10.1.2.3"}}}})
+        "default_ipv4": {"address": "10.1.2.3"}, "fqdn": "m1.cluster.example"}}}, extra={"__livy_tls": TLS})
     props = hocon_properties(renderer.render("livy.conf.j2", "m1"))
     assert props["livy.server.host"] == "127.0.0.1"
     assert props["livy.server.port"] == "18998"
-    assert "livy.server.auth.type" not in props
     site = renderer.render("nginx-livy.conf.j2", "m1")
-    assert "listen 10.1.2.3:8998;" in site
-    assert "auth_basic_user_file /etc/sparkfleet/livy/nginx.htpasswd;" in site
-    assert "proxy_pass http://127.0.0.1:18998;" in site
+    assert "listen 10.1.2.3:8998 ssl;" in site
+    assert "ssl_certificate     /etc/ssl/sparkfleet/livy.crt;" in site
+    assert "ssl_certificate_key /etc/ssl/sparkfleet/livy.key;" in site
+    assert renderer.value("__livy_tls_sans", "m1") == ["DNS:m1", "DNS:m1.cluster.example", "IP:10.1.2.3"]
+    assert renderer.value("__livy_url", "m1") == "https://10.1.2.3:8998"
+
+
+def test_livy_learns_the_account_from_the_proxy_and_runs_sessions_as_it():
+    props = conf()
+    assert props["livy.server.auth.type"] == "sparkfleet"
+    assert props["livy.server.auth.sparkfleet.class"] == "org.apache.hadoop.security.authentication.server.AuthenticationFilter"
+    assert props["livy.server.auth.sparkfleet.param.type"] == "simple"
+    assert props["livy.server.auth.sparkfleet.param.simple.anonymous.allowed"] == "false"
+    assert props["livy.impersonation.enabled"] == "true"
+    # Without access control any account could run code in another's session (which runs as that one).
+    assert props["livy.server.access-control.enabled"] == "true"
+    assert props["livy.server.access-control.allowed-users"] == "*"
+    assert "livy.server.access-control.modify-users" not in props
+    # No account may act for another unless listed.
+    assert "livy.superusers" not in props
+    assert conf(livy_superusers=["ops", "admin2"])["livy.superusers"] == "ops,admin2"
+    # The restart check asks as Livy's own user (a request without one is refused).
+    assert RoleRenderer("livy", CLUSTER).value("__livy_health_url", "m1") == "http://127.0.0.1:18998/sessions?user.name=livy"
+
+
+def test_the_accounts_default_to_the_notebook_hosts_accounts():
+    groups = {**CLUSTER, "notebook": ["nb1", "nb2"]}
+    renderer = RoleRenderer("livy", groups, hostvars={
+        "nb1": {}, "nb2": {"notebook_host_user": "lab", "notebook_host_users": ["alice", "bob"]}})
+    assert renderer.value("livy_users", "m1") == ["alice", "bob", "jupyter", "lab"]
 
 
 def test_csrf_protection_and_session_lifetimes():
@@ -50,7 +93,6 @@ def test_csrf_protection_and_session_lifetimes():
     assert props["livy.server.session.timeout"] == "8h"
     assert props["livy.server.heartbeat-watchdog.interval"] == "1m"
     assert props["livy.environment"] == "production"
-    assert props["livy.impersonation.enabled"] == "false"
     client = hocon_properties(RoleRenderer("livy", CLUSTER).render("livy-client.conf.j2", "m1"))
     assert client["livy.rsc.server.idle-timeout"] == "8h"
 
@@ -110,9 +152,7 @@ def test_the_ui_sits_on_the_masters_gateway_under_its_prefix():
     assert renderer.value("__livy_ui_gateway_location", "m1") == "/etc/nginx/sparkfleet-ui/locations/livy.conf"
     site = renderer.render("ui-gateway-livy.conf.j2", "m1")
     code = "\n".join(line for line in site.splitlines() if not line.lstrip().startswith("#"))
-    # Both the bare prefix and everything under it go to Livy on loopback with the prefix stripped;
-    # Livy's absolute redirects come back as gateway paths.
-    assert code.count("proxy_pass http://127.0.0.1:18998/;") == 2
+    # Livy's absolute redirects come back as gateway paths (what reaches Livy: test_the_real_nginx_...).
     assert code.count("proxy_redirect http://127.0.0.1:18998/ /;") == 2
     assert "location = /livy {" in code and "location /livy/ {" in code
     # Inside the gateway's server: nothing may answer before its login, nor switch it off.
@@ -139,3 +179,145 @@ def test_a_trailing_slash_in_the_path_is_dropped():
     renderer = _gateway_renderer(livy_ui_gateway_path="/tools/livy/")
     assert hocon_properties(renderer.render("livy.conf.j2", "m1"))["livy.ui.basePath"] == "/tools/livy"
     assert "location /tools/livy/ {" in renderer.render("ui-gateway-livy.conf.j2", "m1")
+
+
+# --- The rendered sites, run by a real nginx ----------------------------------------------------
+
+def _free_port():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class _Recorder(http.server.BaseHTTPRequestHandler):
+    """Livy's stand-in: records the request line's target and headers, answers 200."""
+    seen = []
+
+    def _answer(self):
+        self.seen.append((self.command, self.path, {k.lower(): v for k, v in self.headers.items()}))
+        self.send_response(200)
+        self.send_header("Set-Cookie", "hadoop.auth=token")
+        self.send_header("Content-Length", "2")
+        self.end_headers()
+        self.wfile.write(b"{}")
+
+    do_GET = do_POST = do_DELETE = _answer
+
+    def log_message(self, format, *args):  # pylint: disable=redefined-builtin
+        pass
+
+
+@pytest.fixture(name="nginx")
+def nginx_fixture(tmp_path):
+    """nginx with Livy's rendered site (TLS, the password file as configure.yml writes it) and the UI
+    gateway's rendered locations in a server of their own, in front of a recording upstream."""
+    binary = shutil.which("nginx") or shutil.which("/usr/sbin/nginx")
+    if not binary:
+        pytest.skip("nginx is not installed here (apt-get install nginx-light): the rendered sites are not run")
+    upstream = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Recorder)
+    threading.Thread(target=upstream.serve_forever, daemon=True).start()
+    _Recorder.seen = []
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+                    "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-days", "1",
+                    "-keyout", str(tmp_path / "livy.key"), "-out", str(tmp_path / "livy.crt")],
+                   check=True, capture_output=True)
+    port, gateway_port = _free_port(), _free_port()
+    passwords = {"alice": "alice-pw", "bob": "bob-pw"}
+    renderer = RoleRenderer("livy", CLUSTER, extra={
+        "livy_bind_address": "127.0.0.1", "livy_port": port, "livy_internal_port": upstream.server_address[1],
+        "livy_users": list(passwords), "__livy_passwords": passwords, "__livy_htpasswd": str(tmp_path / "htpasswd"),
+        "__livy_tls": {"certificate": str(tmp_path / "livy.crt"), "key": str(tmp_path / "livy.key")}})
+    # The password file as configure.yml makes it: its hashing command per account, then its content.
+    tasks = {task["name"]: task for task in yaml.safe_load((ROOT / "roles/livy/tasks/configure.yml").read_text())}
+    results = []
+    for account in passwords:
+        command = RoleRenderer("livy", CLUSTER, extra={**renderer.extra, "__livy_account": account}).string(
+            tasks["Livy | Hash each account's password."]["ansible.builtin.command"], "m1")
+        hashed = subprocess.run(command["argv"], input=command["stdin"], text=True, capture_output=True,
+                                check=True).stdout
+        results.append({"__livy_account": account, "stdout": hashed})
+    content = RoleRenderer("livy", CLUSTER, extra={**renderer.extra, "__livy_hashes": {"results": results}}).string(
+        tasks["Livy | Write nginx's password file."]["ansible.builtin.copy"]["content"], "m1")
+    assert content.count("\n") == len(passwords) and content.endswith("\n")
+    (tmp_path / "htpasswd").write_text(content)
+    (tmp_path / "livy.conf").write_text(renderer.render("nginx-livy.conf.j2", "m1"))
+    (tmp_path / "gateway.conf").write_text(renderer.render("ui-gateway-livy.conf.j2", "m1"))
+    for name in ("body", "proxy", "fastcgi", "uwsgi", "scgi"):
+        (tmp_path / name).mkdir()
+    (tmp_path / "nginx.conf").write_text(f"""
+daemon off;
+master_process off;
+pid {tmp_path}/nginx.pid;
+error_log {tmp_path}/error.log;
+events {{}}
+http {{
+    access_log off;
+    client_body_temp_path {tmp_path}/body; proxy_temp_path {tmp_path}/proxy; fastcgi_temp_path {tmp_path}/fastcgi;
+    uwsgi_temp_path {tmp_path}/uwsgi; scgi_temp_path {tmp_path}/scgi;
+    include {tmp_path}/livy.conf;
+    server {{
+        listen 127.0.0.1:{gateway_port};
+        include {tmp_path}/gateway.conf;
+    }}
+}}
+""")
+    process = subprocess.Popen([binary, "-p", str(tmp_path), "-c", str(tmp_path / "nginx.conf")],  # pylint: disable=consider-using-with
+                               stderr=subprocess.PIPE)
+    try:
+        for _attempt in range(100):
+            with socket.socket() as sock:
+                if sock.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            assert process.poll() is None, process.stderr.read().decode()
+            time.sleep(0.05)
+        context = ssl.create_default_context(cafile=str(tmp_path / "livy.crt"))
+        yield {"port": port, "gateway_port": gateway_port, "context": context, "seen": _Recorder.seen}
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+        upstream.shutdown()
+
+
+def _request(nginx, method, target, account=None, password=None, headers=None, tls=True, port=None):
+    port = port or nginx["port"]
+    connection = (http.client.HTTPSConnection("127.0.0.1", port, context=nginx["context"], timeout=10) if tls
+                  else http.client.HTTPConnection("127.0.0.1", port, timeout=10))
+    headers = dict(headers or {})
+    if account:
+        headers["Authorization"] = "Basic " + base64.b64encode(f"{account}:{password}".encode()).decode()
+    connection.request(method, target, headers=headers)
+    response = connection.getresponse()
+    response.read()
+    connection.close()
+    return response
+
+
+def test_the_real_nginx_refuses_plain_http_and_wrong_passwords(nginx):
+    assert _request(nginx, "GET", "/sessions", "alice", "alice-pw", tls=False).status == 400
+    assert _request(nginx, "GET", "/sessions").status == 401
+    assert _request(nginx, "GET", "/sessions", "alice", "bob-pw").status == 401
+    assert _request(nginx, "GET", "/sessions", "mallory", "alice-pw").status == 401
+    assert not nginx["seen"]
+
+
+def test_the_real_nginx_tells_livy_the_checked_account_first_and_passes_no_cookie(nginx):
+    response = _request(nginx, "GET", "/sessions/%3Fuser.name=bob/log?user.name=bob&doAs=bob&from=0", "alice", "alice-pw",
+                        headers={"Cookie": "hadoop.auth=u=bob&p=bob&t=simple"})
+    assert response.status == 200
+    assert response.getheader("Set-Cookie") is None
+    method, target, headers = nginx["seen"][-1]
+    assert method == "GET"
+    # The client's path as it sent it (still encoded), then the account nginx checked, first.
+    assert target == "/sessions/%3Fuser.name=bob/log?user.name=alice&user.name=bob&doAs=bob&from=0"
+    assert "cookie" not in headers and "authorization" not in headers
+    assert _request(nginx, "POST", "/sessions", "bob", "bob-pw").status == 200
+    assert nginx["seen"][-1][:2] == ("POST", "/sessions?user.name=bob&")
+
+
+def test_the_real_nginx_lets_the_gateway_read_as_its_viewer_only(nginx):
+    gateway = {"port": nginx["gateway_port"]}
+    assert _request(nginx, "GET", "/livy/sessions?user.name=bob", tls=False, **gateway).status == 200
+    assert nginx["seen"][-1][1] == "/sessions?user.name=sparkfleet.ui-gateway&user.name=bob"
+    assert _request(nginx, "GET", "/livy", tls=False, **gateway).status == 200
+    assert nginx["seen"][-1][1] == "/?user.name=sparkfleet.ui-gateway&"
+    assert _request(nginx, "POST", "/livy/sessions", tls=False, **gateway).status == 403

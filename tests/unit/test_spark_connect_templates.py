@@ -173,15 +173,25 @@ def test_spark_3_5_clients_get_pyspark_with_connect_and_livy_gets_sparkmagic():
         "jupyterlab==4.6.6", "pyspark[connect]==3.5.8", "sparkmagic==0.23.0"]
 
 
-def test_sparkmagic_speaks_to_livy_with_basic_auth_and_the_csrf_header():
+def test_sparkmagic_speaks_to_livy_over_tls_with_each_accounts_own_login_and_the_csrf_header():
     groups = {**CLUSTER, "livy": ["m1"]}
-    renderer = RoleRenderer("notebook_host", groups, hostvars={"m1": {"spark_version": "3.5.8"}},
-                            extra={"notebook_host_livy_enabled": True, "__notebook_host_livy_password": "pw"})
-    config = json.loads(renderer.render("sparkmagic-config.json.j2", "nb1"))
-    for kernel in ("kernel_python_credentials", "kernel_scala_credentials", "kernel_r_credentials"):
-        assert config[kernel] == {"url": "http://m1:8998", "auth": "Basic_Access", "username": "livy", "password": "pw"}
-    assert config["custom_headers"] == {"X-Requested-By": "sparkmagic"}
-    assert config["ignore_ssl_errors"] is False
+    passwords = {"alice": "pw-a", "bob": "pw-b"}
+    for account, password in passwords.items():
+        renderer = RoleRenderer("notebook_host", groups, hostvars={"m1": {"spark_version": "3.5.8"}},
+                                extra={"notebook_host_livy_enabled": True, "__notebook_host_livy_passwords": passwords,
+                                       "__notebook_host_account": account})
+        config = json.loads(renderer.render("sparkmagic-config.json.j2", "nb1"))
+        for kernel in ("kernel_python_credentials", "kernel_scala_credentials", "kernel_r_credentials"):
+            assert config[kernel] == {"url": "https://m1:8998", "auth": "Basic_Access", "username": account,
+                                      "password": password}
+        assert config["custom_headers"] == {"X-Requested-By": "sparkmagic"}
+        assert config["ignore_ssl_errors"] is False
+
+
+def test_requests_checks_livys_certificate_with_the_system_bundle_only_with_livy():
+    with_livy = env_file(notebook(notebook_host_livy_enabled=True).render("spark.env.j2", "nb1"))
+    assert with_livy["REQUESTS_CA_BUNDLE"] == "/etc/ssl/certs/ca-certificates.crt"
+    assert "REQUESTS_CA_BUNDLE" not in env_file(notebook(notebook_host_livy_enabled=False).render("spark.env.j2", "nb1"))
 
 
 def test_jupyterlab_listens_on_loopback_and_reads_its_token_and_the_spark_settings_from_files():

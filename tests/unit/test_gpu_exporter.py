@@ -171,6 +171,9 @@ G0 = 'host="gpu-worker-1",gpu="0",uuid="GPU-6f1ee8a1-3d54-2c1b-8e7a-0b8a4c3b9d10
 G1 = 'host="gpu-worker-1",gpu="1",uuid="GPU-a2c94f7e-5b60-4e3f-9d2a-7c1f0e8b6a55"'
 
 EXPECTED_TWO_GPUS = f"""\
+# HELP sparkfleet_gpu_nvml_up 1 when NVML (the NVIDIA driver) answers on the host.
+# TYPE sparkfleet_gpu_nvml_up gauge
+sparkfleet_gpu_nvml_up{{host="gpu-worker-1"}} 1
 # HELP sparkfleet_gpu_up 1 when NVML answers for the GPU, 0 when it is lost.
 # TYPE sparkfleet_gpu_up gauge
 sparkfleet_gpu_up{{{G0}}} 1
@@ -443,3 +446,22 @@ def test_a_failing_event_wait_is_raised_and_the_watcher_keeps_going(recorded, co
             stop.set()
     collector.watch_events(Stop())
     assert len(calls) == 3 and stop.is_set()
+
+
+def test_without_nvml_the_exporter_serves_nvml_up_0_and_tries_again(recorded, collector_for):
+    nvml = fake_pynvml(recorded)
+    failures = [NVMLError(9), NVMLError(9)]  # NVML_ERROR_DRIVER_NOT_LOADED, at start and at the first scrape
+
+    def init():
+        if failures:
+            raise failures.pop()
+    nvml.nvmlInit = init
+    collector = exporter.Collector(nvml, "gpu-worker-1", exporter.Holders(FakeDocker({}), user_name=USERS.get))
+    assert collector.start() is False
+    assert collector.collect() == (
+        "# HELP sparkfleet_gpu_nvml_up 1 when NVML (the NVIDIA driver) answers on the host.\n"
+        "# TYPE sparkfleet_gpu_nvml_up gauge\n"
+        'sparkfleet_gpu_nvml_up{host="gpu-worker-1"} 0\n')
+    # The driver came back: the next scrape starts NVML and reports the GPUs.
+    assert "sparkfleet_gpu_nvml_up{host=\"gpu-worker-1\"} 1\n" in collector.collect()
+    assert collector.xid_supported == {"GPU-6f1ee8a1-3d54-2c1b-8e7a-0b8a4c3b9d10": 1, "GPU-a2c94f7e-5b60-4e3f-9d2a-7c1f0e8b6a55": 1}

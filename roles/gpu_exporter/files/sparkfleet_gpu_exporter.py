@@ -48,6 +48,7 @@ _SWARM_SERVICE_LABEL = "com.docker.swarm.service.name"
 
 # name, type, help: the order of the exposition.
 METRICS = (
+    ("sparkfleet_gpu_nvml_up", "gauge", "1 when NVML (the NVIDIA driver) answers on the host."),
     ("sparkfleet_gpu_up", "gauge", "1 when NVML answers for the GPU, 0 when it is lost."),
     ("sparkfleet_gpu_info", "gauge", "The GPU's model and driver, value 1."),
     ("sparkfleet_gpu_utilization_ratio", "gauge", "Time the GPU ran a kernel over the last sample period (0-1)."),
@@ -200,6 +201,8 @@ class Collector:
         self.xid_supported = {}
         self.event_set = None
         self.driver = ""
+        self.started = False
+        self.nvml_problem = ""
         self._lock = threading.Lock()
 
     # --- NVML's errors ----------------------------------------------------------------------
@@ -220,8 +223,15 @@ class Collector:
 
     # --- Xid events --------------------------------------------------------------------------
     def start(self):
-        """Initialise NVML and register every GPU for Xid critical errors."""
-        self.nvml.nvmlInit()
+        """Initialise NVML and register every GPU for Xid critical errors; False when NVML cannot start
+        (no driver loaded, a driver/library mismatch after an upgrade): the next scrape tries again."""
+        try:
+            self.nvml.nvmlInit()
+        except self.nvml.NVMLError as err:
+            self.nvml_problem = str(err) or "NVML error %s" % self._code(err)
+            return False
+        self.nvml_problem = ""
+        self.started = True
         self.event_set = self.nvml.nvmlEventSetCreate()
         for index in range(self.nvml.nvmlDeviceGetCount()):
             try:
@@ -234,6 +244,7 @@ class Collector:
                 self.xid_supported[uuid] = 1
             except self.nvml.NVMLError:
                 self.xid_supported[uuid] = 0
+        return True
 
     def poll_events(self, timeout_ms=5000):
         """Wait for one event and count it if it is an Xid; True when one was counted. NVML keeps the
@@ -257,6 +268,9 @@ class Collector:
 
     def watch_events(self, stop):
         while not stop.is_set():
+            if not self.started:
+                stop.wait(30)
+                continue
             try:
                 self.poll_events()
             except self.nvml.NVMLError:
@@ -314,9 +328,13 @@ class Collector:
 
     def collect(self):
         """The exposition text of every GPU of the host."""
+        if not self.started and not self.start():
+            return ("# HELP sparkfleet_gpu_nvml_up %s\n# TYPE sparkfleet_gpu_nvml_up gauge\n"
+                    "sparkfleet_gpu_nvml_up%s 0\n" % (METRICS[0][2], _labels([("host", self.host)])))
         self.driver = _text(self._optional(self.nvml.nvmlSystemGetDriverVersion) or "")
         self.holders.forget_containers()
         by_metric = {name: [] for name, _kind, _help in METRICS}
+        by_metric["sparkfleet_gpu_nvml_up"].append(([("host", self.host)], 1))
         for index in range(self.nvml.nvmlDeviceGetCount()):
             try:
                 base, samples = self._gpu(index)
@@ -414,7 +432,9 @@ def main(argv=None):
 
     docker = DockerClient(args.docker_socket) if args.docker_socket else None
     collector = Collector(pynvml, args.host, Holders(docker))
-    collector.start()
+    if not collector.start():
+        print("NVML cannot start (%s): serving sparkfleet_gpu_nvml_up 0 until it can" % collector.nvml_problem,
+              file=sys.stderr, flush=True)
     stop = threading.Event()
     threading.Thread(target=collector.watch_events, args=(stop,), daemon=True, name="xid-events").start()
     host, port = _address(args.listen)
@@ -426,7 +446,8 @@ def main(argv=None):
         server.serve_forever()
     finally:
         stop.set()
-        pynvml.nvmlShutdown()
+        if collector.started:
+            pynvml.nvmlShutdown()
     return 0
 
 

@@ -1,0 +1,62 @@
+"""The gpu_exporter role's units, rendered from its own defaults and vars with the shared RoleRenderer, and the
+service role's unit file for them: one kind wanted at a time, on the host's private address and port 9445."""
+
+import re
+import shlex
+
+import pytest
+from ansible.template import trust_as_template
+
+from conftest import RoleRenderer, facts
+
+
+def exporter(**extra):
+    return RoleRenderer("gpu_exporter", {"gpu_workers": ["gpu-worker-1"]},
+                        hostvars={"gpu-worker-1": {"ansible_facts": facts(address="10.0.0.7")}}, extra=extra)
+
+
+def units(renderer):
+    return {unit["name"]: unit for unit in renderer.value("__gpu_exporter_units", "gpu-worker-1")}
+
+
+def unit_file(unit):
+    service = RoleRenderer("service")
+    templar = service.templar()
+    templar.available_variables = {**service.variables(), "item": unit}
+    return templar.template(trust_as_template((service.templates / "unit.service.j2").read_text()))
+
+
+def test_sparkfleets_exporter_listens_on_the_private_address():
+    found = units(exporter())
+    assert [name for name, unit in found.items() if unit["wanted"]] == ["sparkfleet-gpu-exporter"]
+    argv = shlex.split(found["sparkfleet-gpu-exporter"]["exec_start"])
+    assert argv == ["/opt/sparkfleet/gpu-exporter/venv/bin/python3", "/opt/sparkfleet/gpu-exporter/sparkfleet_gpu_exporter.py",
+                    "--listen", "10.0.0.7:9445", "--host", "gpu-worker-1", "--docker-socket", "/run/docker.sock"]
+    assert exporter().value("__gpu_exporter_url", "gpu-worker-1") == "http://10.0.0.7:9445/metrics"
+
+
+def test_an_ipv6_address_and_another_port():
+    renderer = exporter(gpu_exporter_listen_address="fd00::7", gpu_exporter_port=19445)
+    assert "--listen [fd00::7]:19445" in units(renderer)["sparkfleet-gpu-exporter"]["exec_start"]
+    assert renderer.value("__gpu_exporter_url", "gpu-worker-1") == "http://[fd00::7]:19445/metrics"
+
+
+def test_dcgm_replaces_it_pinned_by_digest_on_the_same_port():
+    found = units(exporter(gpu_exporter_kind="dcgm"))
+    assert [name for name, unit in found.items() if unit["wanted"]] == ["sparkfleet-dcgm-exporter"]
+    argv = shlex.split(found["sparkfleet-dcgm-exporter"]["exec_start"])
+    assert argv[:2] == ["/usr/bin/docker", "run"]
+    assert argv[argv.index("--publish") + 1] == "10.0.0.7:9445:9400"
+    assert argv[argv.index("--gpus") + 1] == "all"
+    assert re.fullmatch(r"nvcr\.io/nvidia/k8s/dcgm-exporter:[^@]+@sha256:[0-9a-f]{64}", argv[-1])
+    assert found["sparkfleet-dcgm-exporter"]["after"] == ["docker.service"]
+
+
+@pytest.mark.parametrize("kind", ["sparkfleet", "dcgm"])
+def test_the_unit_is_sandboxed_and_keeps_the_gpus_visible(kind):
+    name = "sparkfleet-gpu-exporter" if kind == "sparkfleet" else "sparkfleet-dcgm-exporter"
+    text = unit_file(units(exporter(gpu_exporter_kind=kind))[name])
+    lines = set(text.splitlines())
+    assert {"User=root", "NoNewPrivileges=yes", "ProtectSystem=full", "ProtectKernelModules=yes"} <= lines
+    assert not [line for line in lines if line.startswith(("PrivateDevices", "DevicePolicy"))]
+    assert "Restart=on-failure" in lines

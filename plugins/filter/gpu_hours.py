@@ -22,6 +22,9 @@
     members': a user in two groups counts in both), and of the services no hub user holds.
     ``hub_users`` is the hub's ``GET /hub/api/users`` (each with ``name`` and ``groups``).
 
+``gpu_hours_table(report)``
+    The report as lines of text, for an admin's terminal.
+
 Times are ISO 8601 strings (the engine's nanoseconds are cut to microseconds) or datetimes;
 ``now`` defaults to the current time, in UTC.
 """
@@ -192,6 +195,26 @@ def gpu_hours(ledger, hub_users=None, since=None, until=None, now=None, shares_p
     }
 
 
+def gpu_hours_table(report):
+    """The report as lines of text: the period and total, then a table of users, groups and services."""
+    if not isinstance(report, Mapping) or "users" not in report:
+        raise AnsibleFilterError(f"gpu_hours_table expects the report of sparkfleet.cluster.gpu_hours, got {report!r}")
+    lines = ["GPU-hours from %s to %s: %.2f in all (%d share(s) per GPU)." % (
+        report["since"] or "the start of the ledger", report["until"], report["total_gpu_hours"], report["shares_per_gpu"])]
+    lines.append("%-24s %10s %6s  %s" % ("user", "GPU-hours", "tasks", "groups"))
+    for row in report["users"]:
+        groups = ", ".join(row["groups"]) or ("-" if row["hub_user"] else "(not a hub user now)")
+        lines.append("%-24s %10.2f %6d  %s" % (row["user"], row["gpu_hours"], row["tasks"], groups))
+    lines.append("%-24s %10s  %s" % ("group", "GPU-hours", "users"))
+    for row in report["groups"]:
+        lines.append("%-24s %10.2f  %s" % (row["group"], row["gpu_hours"], ", ".join(row["users"])))
+    if report["services"]:
+        lines.append("%-24s %10s %6s" % ("service (no hub user)", "GPU-hours", "tasks"))
+        for row in report["services"]:
+            lines.append("%-24s %10.2f %6d" % (row["service"], row["gpu_hours"], row["tasks"]))
+    return lines
+
+
 class FilterModule(object):
     def filters(self):
-        return {"gpu_task_usage": gpu_task_usage, "gpu_hours": gpu_hours}
+        return {"gpu_task_usage": gpu_task_usage, "gpu_hours": gpu_hours, "gpu_hours_table": gpu_hours_table}

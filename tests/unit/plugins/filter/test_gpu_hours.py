@@ -130,3 +130,20 @@ def test_times_with_nanoseconds_and_offsets():
     assert hours.format_time(hours.parse_time("2026-11-28T08:00:04.701953377Z")) == "2026-11-28T08:00:04.701953Z"
     assert hours.format_time(hours.parse_time("2026-11-28T10:00:00+02:00")) == "2026-11-28T08:00:00.000000Z"
     assert hours.format_time(hours.parse_time("2026-11-28 10:00:00+0100")) == "2026-11-28T09:00:00.000000Z"
+
+
+def test_the_report_as_a_table():
+    report = hours.gpu_hours(ledger(), [u for u in HUB_USERS if u["name"] != "bob"], now=NOW)
+    assert hours.gpu_hours_table(report) == [
+        "GPU-hours from the start of the ledger to 2026-11-28T12:00:00.000000Z: 8.00 in all (1 share(s) per GPU).",
+        "user                      GPU-hours  tasks  groups",
+        "alice                          4.00      1  ml, research",
+        "bob                            3.00      1  (not a hub user now)",
+        "group                     GPU-hours  users",
+        "ml                             4.00  alice",
+        "research                       4.00  alice",
+        "service (no hub user)     GPU-hours  tasks",
+        "etl                            1.00      1",
+    ]
+    with pytest.raises(AnsibleFilterError, match="expects the report"):
+        hours.gpu_hours_table([])

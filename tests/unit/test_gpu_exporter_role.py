@@ -30,7 +30,7 @@ def test_sparkfleets_exporter_listens_on_the_private_address():
     found = units(exporter())
     assert [name for name, unit in found.items() if unit["wanted"]] == ["sparkfleet-gpu-exporter"]
     argv = shlex.split(found["sparkfleet-gpu-exporter"]["exec_start"])
-    assert argv == ["/opt/sparkfleet/gpu-exporter/venv/bin/python3", "/opt/sparkfleet/gpu-exporter/sparkfleet_gpu_exporter.py",
+    assert argv == ["/opt/sparkfleet/gpu-exporter/venv/bin/python3", "-I", "/opt/sparkfleet/gpu-exporter/sparkfleet_gpu_exporter.py",
                     "--listen", "10.0.0.7:9445", "--host", "gpu-worker-1", "--docker-socket", "/run/docker.sock"]
     assert exporter().value("__gpu_exporter_url", "gpu-worker-1") == "http://10.0.0.7:9445/metrics"
 

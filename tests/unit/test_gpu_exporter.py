@@ -280,14 +280,21 @@ def test_a_gpu_lost_after_its_uuid_was_read_keeps_its_uuid(recorded, collector_f
     assert f"sparkfleet_gpu_up{{{G0}}} 1\n" in text
 
 
-def test_another_nvml_error_is_not_hidden(recorded, collector_for):
+def test_a_reading_a_gpu_does_not_give_is_left_out(recorded, collector_for):
     collector = collector_for(recorded)
 
-    def broken(_handle):
-        raise NVMLError(999)  # NVML_ERROR_UNKNOWN
-    collector.nvml.nvmlDeviceGetMemoryInfo = broken
-    with pytest.raises(NVMLError):
-        collector.collect()
+    def not_supported(handle):
+        if handle.index == 1:
+            raise NVMLError(collector.nvml.NVML_ERROR_NOT_SUPPORTED)  # utilisation of a GPU split into MIG instances
+        return types.SimpleNamespace(**recorded["gpus"][0]["utilization"])
+    collector.nvml.nvmlDeviceGetUtilizationRates = not_supported
+    text = collector.collect()
+    assert f"sparkfleet_gpu_utilization_ratio{{{G0}}} 0.37\n" in text
+    assert f"sparkfleet_gpu_utilization_ratio{{{G1}}}" not in text
+    assert f"sparkfleet_gpu_up{{{G1}}} 1\n" in text
+    assert f"sparkfleet_gpu_memory_used_bytes{{{G1}}} 272629760\n" in text
+    assert text == EXPECTED_TWO_GPUS.replace(f"sparkfleet_gpu_utilization_ratio{{{G1}}} 0.0\n", "").replace(
+        f"sparkfleet_gpu_memory_utilization_ratio{{{G1}}} 0.0\n", "")
 
 
 def test_holders_of_other_processes_and_containers(tmp_path):
@@ -465,3 +472,17 @@ def test_without_nvml_the_exporter_serves_nvml_up_0_and_tries_again(recorded, co
     # The driver came back: the next scrape starts NVML and reports the GPUs.
     assert "sparkfleet_gpu_nvml_up{host=\"gpu-worker-1\"} 1\n" in collector.collect()
     assert collector.xid_supported == {"GPU-6f1ee8a1-3d54-2c1b-8e7a-0b8a4c3b9d10": 1, "GPU-a2c94f7e-5b60-4e3f-9d2a-7c1f0e8b6a55": 1}
+
+
+def test_a_gpu_whose_uuid_cannot_be_read_is_up_0(recorded, collector_for):
+    collector = collector_for(recorded)
+    read_uuid = collector.nvml.nvmlDeviceGetUUID
+
+    def uuid(handle):
+        if handle.index == 0:
+            raise NVMLError(999)  # NVML_ERROR_UNKNOWN
+        return read_uuid(handle)
+    collector.nvml.nvmlDeviceGetUUID = uuid
+    text = collector.collect()
+    assert 'sparkfleet_gpu_up{host="gpu-worker-1",gpu="0",uuid=""} 0\n' in text
+    assert f"sparkfleet_gpu_up{{{G1}}} 1\n" in text

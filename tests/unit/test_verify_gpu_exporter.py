@@ -1,13 +1,13 @@
 """verify_gpu.yml's exporter check, its expressions as Ansible templates them, on what the exporters serve: this
 repository's exporter (run on the recorded two-GPU host of test_gpu_exporter) and dcgm-exporter's exposition."""
 
+import json
+
 import pytest
 import yaml
 
 from conftest import ROOT, RoleRenderer
-from test_gpu_exporter import exporter, fake_proc, fake_pynvml, FakeDocker, NOTEBOOK_CONTAINER, NOTEBOOK_CONTAINER_ID, USERS
-
-import json
+from test_gpu_exporter import NOTEBOOK_CONTAINER, NOTEBOOK_CONTAINER_ID, USERS, FakeDocker, exporter, fake_proc, fake_pynvml
 
 FIXTURES = ROOT / "tests" / "unit" / "fixtures" / "gpu_exporter"
 PLAY = yaml.safe_load((ROOT / "playbooks" / "verify_gpu.yml").read_text())[0]

@@ -212,7 +212,8 @@ class Collector:
         return self._code(err) == getattr(self.nvml, name, object())
 
     def _optional(self, call, *args):
-        """A reading the GPU may not support (power, ECC on consumer cards): None then."""
+        """A reading the GPU may not give (power or ECC on some models, utilisation under MIG), or that fails
+        for a reason of its own: None then. A lost GPU is raised: nothing more can be read from it."""
         try:
             return call(*args)
         except self.nvml.NVMLError as err:
@@ -284,10 +285,10 @@ class Collector:
         uuid = _text(nvml.nvmlDeviceGetUUID(handle))
         base = [("host", self.host), ("gpu", str(index)), ("uuid", uuid)]
         try:
-            name = _text(nvml.nvmlDeviceGetName(handle))
-            utilization = nvml.nvmlDeviceGetUtilizationRates(handle)
-            memory = nvml.nvmlDeviceGetMemoryInfo(handle)
-            temperature = nvml.nvmlDeviceGetTemperature(handle, nvml.NVML_TEMPERATURE_GPU)
+            name = _text(self._optional(nvml.nvmlDeviceGetName, handle) or "")
+            utilization = self._optional(nvml.nvmlDeviceGetUtilizationRates, handle)
+            memory = self._optional(nvml.nvmlDeviceGetMemoryInfo, handle)
+            temperature = self._optional(nvml.nvmlDeviceGetTemperature, handle, nvml.NVML_TEMPERATURE_GPU)
             power = self._optional(nvml.nvmlDeviceGetPowerUsage, handle)
             ecc = []
             for counter_name, counter in (("volatile", nvml.NVML_VOLATILE_ECC), ("aggregate", nvml.NVML_AGGREGATE_ECC)):
@@ -297,19 +298,20 @@ class Collector:
                     if value is not None:
                         ecc.append(([("error", error_name), ("counter", counter_name)], value))
             processes = self._optional(nvml.nvmlDeviceGetComputeRunningProcesses, handle) or []
-        except nvml.NVMLError as err:
-            if self._is(err, "NVML_ERROR_GPU_IS_LOST"):
-                return base, [("sparkfleet_gpu_up", [], 0)]
-            raise
-        samples = [
-            ("sparkfleet_gpu_up", [], 1),
-            ("sparkfleet_gpu_info", [("name", name), ("driver", self.driver)], 1),
-            ("sparkfleet_gpu_utilization_ratio", [], utilization.gpu / 100.0),
-            ("sparkfleet_gpu_memory_utilization_ratio", [], utilization.memory / 100.0),
-            ("sparkfleet_gpu_memory_used_bytes", [], int(memory.used)),
-            ("sparkfleet_gpu_memory_total_bytes", [], int(memory.total)),
-            ("sparkfleet_gpu_temperature_celsius", [], int(temperature)),
-        ]
+        except nvml.NVMLError:
+            # Only a lost GPU gets here (_optional): the others' readings still go out.
+            return base, [("sparkfleet_gpu_up", [], 0)]
+        # A reading the GPU does not give (utilisation of a GPU split into MIG instances, power or ECC
+        # of some models) is left out, not reported as 0.
+        samples = [("sparkfleet_gpu_up", [], 1), ("sparkfleet_gpu_info", [("name", name), ("driver", self.driver)], 1)]
+        if utilization is not None:
+            samples += [("sparkfleet_gpu_utilization_ratio", [], utilization.gpu / 100.0),
+                        ("sparkfleet_gpu_memory_utilization_ratio", [], utilization.memory / 100.0)]
+        if memory is not None:
+            samples += [("sparkfleet_gpu_memory_used_bytes", [], int(memory.used)),
+                        ("sparkfleet_gpu_memory_total_bytes", [], int(memory.total))]
+        if temperature is not None:
+            samples.append(("sparkfleet_gpu_temperature_celsius", [], int(temperature)))
         if power is not None:
             samples.append(("sparkfleet_gpu_power_watts", [], power / 1000.0))
         samples += [("sparkfleet_gpu_ecc_errors_total", extra, int(value)) for extra, value in ecc]
@@ -337,10 +339,8 @@ class Collector:
         for index in range(self.nvml.nvmlDeviceGetCount()):
             try:
                 base, samples = self._gpu(index)
-            except self.nvml.NVMLError as err:
-                if not self._is(err, "NVML_ERROR_GPU_IS_LOST"):
-                    raise
-                # Lost before even its UUID could be read.
+            except self.nvml.NVMLError:
+                # Lost (or unreachable otherwise) before even its UUID could be read.
                 base, samples = [("host", self.host), ("gpu", str(index)), ("uuid", "")], [("sparkfleet_gpu_up", [], 0)]
             for metric, extra, value in samples:
                 by_metric[metric].append((base + extra, value))

@@ -5,9 +5,10 @@ import re
 import shlex
 
 import pytest
+import yaml
 from ansible.template import trust_as_template
 
-from conftest import RoleRenderer, facts
+from conftest import ROOT, RoleRenderer, facts
 
 
 def exporter(**extra):
@@ -60,3 +61,42 @@ def test_the_unit_is_sandboxed_and_keeps_the_gpus_visible(kind):
     assert {"User=root", "NoNewPrivileges=yes", "ProtectSystem=full", "ProtectKernelModules=yes"} <= lines
     assert not [line for line in lines if line.startswith(("PrivateDevices", "DevicePolicy"))]
     assert "Restart=on-failure" in lines
+
+
+VALIDATE = yaml.safe_load((ROOT / "roles" / "gpu_exporter" / "tasks" / "validate.yml").read_text())
+
+
+def passes(task_name, **extra):
+    """Whether the preflight check task_name passes for these settings (its `when` false counts as passing)."""
+    task = next(t for t in VALIDATE if t["name"] == task_name)
+    renderer = exporter(**extra)
+    if "when" in task and not renderer.value(task["when"], "gpu-worker-1"):
+        return True
+    return bool(renderer.value(task["ansible.builtin.assert"]["that"], "gpu-worker-1"))
+
+
+ADDRESS = "GPU exporter | Check the address the exporter listens on."
+DIGEST = "GPU exporter | Check that dcgm-exporter's image is pinned by digest."
+CHECKSUM = "GPU exporter | Check nvidia-ml-py's checksum."
+
+
+def test_the_defaults_pass_the_preflight():
+    assert passes(ADDRESS) and passes(CHECKSUM) and passes(DIGEST, gpu_exporter_kind="dcgm")
+
+
+@pytest.mark.parametrize("address", ["0.0.0.0", "::", ""])
+def test_every_address_or_none_is_refused(address):
+    assert not passes(ADDRESS, gpu_exporter_listen_address=address)
+
+
+@pytest.mark.parametrize("image", ["nvcr.io/nvidia/k8s/dcgm-exporter:4.5.2-4.8.1-ubuntu22.04",
+                                   "nvcr.io/nvidia/k8s/dcgm-exporter@sha256:abc",
+                                   "nvcr.io/nvidia/k8s/dcgm-exporter:latest@sha256:" + "A" * 64])
+def test_dcgm_exporter_by_tag_or_a_malformed_digest_is_refused(image):
+    assert not passes(DIGEST, gpu_exporter_kind="dcgm", gpu_exporter_dcgm_image=image)
+    # Only dcgm-exporter's image is checked: sparkfleet's exporter does not run it.
+    assert passes(DIGEST, gpu_exporter_dcgm_image=image)
+
+
+def test_a_checksum_without_its_algorithm_is_refused():
+    assert not passes(CHECKSUM, gpu_exporter_nvml_checksum="959bf4adf6fe1308e4bd739e722236b0d1ec8392e2cefad33ff70c311380b9b6")

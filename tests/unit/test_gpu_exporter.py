@@ -486,3 +486,15 @@ def test_a_gpu_whose_uuid_cannot_be_read_is_up_0(recorded, collector_for):
     text = collector.collect()
     assert 'sparkfleet_gpu_up{host="gpu-worker-1",gpu="0",uuid=""} 0\n' in text
     assert f"sparkfleet_gpu_up{{{G1}}} 1\n" in text
+
+
+def test_scrapes_side_by_side_each_get_the_whole_exposition(served):
+    base = served()
+    results = []
+    threads = [threading.Thread(target=lambda: results.append(_get(base + "/metrics"))) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert [status for status, _, _ in results] == [200] * 8
+    assert all(body == EXPECTED_TWO_GPUS for _, _, body in results)

@@ -203,6 +203,7 @@ class Collector:
         self.started = False
         self.nvml_problem = ""
         self._lock = threading.Lock()
+        self._collect_lock = threading.Lock()
 
     # --- NVML's errors ----------------------------------------------------------------------
     def _code(self, err):
@@ -328,7 +329,12 @@ class Collector:
         return base, samples
 
     def collect(self):
-        """The exposition text of every GPU of the host."""
+        """The exposition text of every GPU of the host. One scrape at a time: they share NVML's start,
+        the driver's version and what was learnt of containers."""
+        with self._collect_lock:
+            return self._collect()
+
+    def _collect(self):
         if not self.started and not self.start():
             return ("# HELP sparkfleet_gpu_nvml_up %s\n# TYPE sparkfleet_gpu_nvml_up gauge\n"
                     "sparkfleet_gpu_nvml_up%s 0\n" % (METRICS[0][2], _labels([("host", self.host)])))

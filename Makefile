@@ -53,7 +53,7 @@ export ANSIBLE_STRATEGY_PLUGINS := $(MITOGEN_STRATEGIES)
 export ANSIBLE_STRATEGY := mitogen_linear
 endif
 
-.PHONY: help venv collections docker image ssh-key lint unit sanity cloud static test-hosts molecule lab-test test lab lab-destroy bench status clean
+.PHONY: help venv collections docker image ssh-key lint unit sanity cloud static test-hosts molecule lab-test test lab lab-destroy bench status gpu-hours clean
 
 help: ## List the targets.
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -146,6 +146,11 @@ bench: venv collections image ssh-key ## Benchmark lab clusters 1 master + N wor
 
 status: venv ## One table: hosts, groups, reachable, Spark worker, GPUs, Swarm, services, what is wrong.
 	ansible-playbook playbooks/status.yml
+
+# An admin's hub API token (scopes list:users, read:users:groups) in SPARKFLEET_HUB_TOKEN; a period with
+# GPU_HOURS_ARGS="-e gpu_hours_since=2026-11-01T00:00:00Z -e gpu_hours_until=2026-12-01T00:00:00Z".
+gpu-hours: venv ## GPU-hours per hub user, group and service from the Swarm's and the hub's records.
+	ansible-playbook playbooks/gpu_hours.yml $(GPU_HOURS_ARGS)
 
 lab-destroy: venv ## Remove the lab containers and network.
 	ansible-playbook playbooks/lab.yml -e lab_state=absent

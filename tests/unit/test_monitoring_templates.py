@@ -194,6 +194,11 @@ def test_promtool_runs_the_alerts_on_recorded_series(tmp_path):
                     {"series": 'sparkfleet_gpu_xid_errors_total{job="gpu",host="w2",gpu="0",xid="79"}', "values": "0 0 1x8"},
                     {"series": 'sparkfleet_gpu_xid_errors_total{job="gpu",host="w2",gpu="1",xid="79"}', "values": "0x10"},
                     {"series": 'swarm_manager_tasks_total{job="docker",host="hub1",state="pending"}', "values": "0x5 1x20"},
+                    # The gpu_exporter role's ECC counters: uncorrected on GPU 0 since the driver loaded.
+                    {"series": 'sparkfleet_gpu_ecc_errors_total{job="gpu",host="w2",gpu="0",error="uncorrected",'
+                               'counter="volatile"}', "values": "0 0 2x8"},
+                    {"series": 'sparkfleet_gpu_ecc_errors_total{job="gpu",host="w2",gpu="0",error="corrected",'
+                               'counter="volatile"}', "values": "5x10"},
                 ],
                 "alert_rule_test": [
                     _alert_test("1m", "SparkWorkerNotAlive", []),
@@ -203,6 +208,11 @@ def test_promtool_runs_the_alerts_on_recorded_series(tmp_path):
                     _alert_test("4m", "GpuXidErrors", [{"exp_labels": {
                         "job": "gpu", "host": "w2", "gpu": "0", "xid": "79", "severity": "critical"},
                         "exp_annotations": {"summary": "GPU 0 on w2 reported Xid 79"}}]),
+                    _alert_test("1m", "GpuEccErrors", []),
+                    _alert_test("3m", "GpuEccErrors", [{"exp_labels": {
+                        "job": "gpu", "host": "w2", "gpu": "0", "error": "uncorrected", "counter": "volatile",
+                        "severity": "critical"},
+                        "exp_annotations": {"summary": "GPU 0 on w2 has uncorrectable ECC errors"}}]),
                     _alert_test("10m", "NotebooksPending", []),
                     _alert_test("16m", "NotebooksPending", [{"exp_labels": {"job": "docker", "severity": "warning"},
                         "exp_annotations": {"summary": "1 Swarm task(s) pending: no node has the GPU shares, cores or memory they ask for"}}]),

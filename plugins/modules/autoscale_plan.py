@@ -13,11 +13,11 @@ description:
   - Reads what the cluster shows (the Spark master's C(/json/), YARN's cluster metrics, the Swarm's
     tasks and nodes) and the newest record of the decisions log, and decides per pool (C(worker),
     C(gpu_worker)) to add machines, remove idle ones, or do nothing, each with its reason.
-  - Appends one JSON line to O(decisions_log) per run: the time, the decisions, the last time each
-    worker was busy and the additions not yet seen as workers. The next run reads that line back,
+  - Appends one JSON line to O(decisions_log) per run (the time, the decisions, the last time each
+    worker was busy and the additions not yet seen as workers). The next run reads that line back,
     so a run repeated after a crash asks for no machine twice, and a worker's cooldown counts from
     the last run that saw it busy.
-  - Changes nothing in the cluster: C(playbooks/autoscale.yml) carries the decisions out.
+  - Changes nothing in the cluster; C(playbooks/autoscale.yml) carries the decisions out.
 options:
   pools:
     description:
@@ -27,7 +27,7 @@ options:
     type: dict
     required: true
   pool_hosts:
-    description: The inventory's members of each pool, C({worker: [...], gpu_worker: [...]}); other hosts are left alone.
+    description: "The inventory's members of each pool, C({worker: [...], gpu_worker: [...]}); other hosts are left alone."
     type: dict
     required: true
   spark_master:
@@ -71,10 +71,16 @@ options:
   now:
     description: Seconds since the epoch to decide at (tests); default the controller's clock.
     type: float
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
 attributes:
   check_mode:
     support: full
     details: In check mode the decisions are returned and nothing is written.
+  diff_mode:
+    support: none
+  platform:
+    platforms: posix
 author:
   - sparkfleet maintainers (!UNKNOWN)
 """
@@ -93,7 +99,7 @@ EXAMPLES = r"""
 
 RETURN = r"""
 decisions:
-  description: One per pool, C({action: add|remove|none, pool, count, hosts, reason, alive, in_flight}).
+  description: "One per pool, with C(action) (V(add), V(remove) or V(none)), C(pool), C(count), C(hosts), C(reason), C(alive), C(in_flight)."
   returned: always
   type: list
   elements: dict
@@ -154,7 +160,7 @@ def plan(params):
     busy = swarm_busy_nodes(params["swarm_tasks"], params["swarm_nodes"])
     now = params["now"] if params.get("now") is not None else time.time()
     decisions, record = decide(params["pools"], workers, demand, _previous(params["decisions_log"]), now,
-                                         add_timeout=params["add_timeout"], busy_nodes=busy, dry_run=params["dry_run"])
+                               add_timeout=params["add_timeout"], busy_nodes=busy, dry_run=params["dry_run"])
     by_pool = {d["pool"]: d for d in decisions}
     result = {
         "decisions": decisions,

@@ -14,7 +14,8 @@ import json
 
 import pytest
 
-from test_aws_moto import CLUSTER, _alive, _cluster_names, _playbook, ec2, env, moto_url  # noqa: F401  (fixtures)
+# The fixtures (moto's server, its client, the playbooks' environment) are test_aws_moto's.
+from test_aws_moto import CLUSTER, _alive, _cluster_names, _playbook, ec2, env, moto_url  # noqa: F401  pylint: disable=unused-import
 
 C = CLUSTER
 POOLS = {

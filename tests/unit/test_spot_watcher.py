@@ -128,15 +128,15 @@ def test_gcp_notice_runs_the_commands_in_order_within_30_seconds(tmp_path, serve
     assert proc.poll() is None and _ran(tmp_path) == []  # no notice, nothing done
     noticed = time.time()
     server.preempt()
-    out, _ = proc.communicate(timeout=30)
+    out, _err = proc.communicate(timeout=30)
     assert proc.returncode == 0, out
     ran = _ran(tmp_path)
-    assert [name for name, _ in ran] == ["decommission", "leave-swarm", "replace"]
-    assert all(noticed <= at < noticed + 30 for _, at in ran)
+    assert [name for name, _at in ran] == ["decommission", "leave-swarm", "replace"]
+    assert all(noticed <= at < noticed + 30 for _name, at in ran)
     # Every question carried the header, and the ones after the first waited for a change of the value seen.
-    assert all(h.get("metadata-flavor") == "Google" for _, _, h in server.asked)
+    assert all(h.get("metadata-flavor") == "Google" for _method, _path, h in server.asked)
     assert "wait_for_change" not in server.asked[0][1]
-    assert any("wait_for_change=true" in p and "last_etag=e1" in p for _, p, _ in server.asked[1:])
+    assert any("wait_for_change=true" in p and "last_etag=e1" in p for _method, p, _headers in server.asked[1:])
     marker = json.loads((tmp_path / "notice.json").read_text())
     assert marker["deadline"] == pytest.approx(marker["noticed"] + 30)
 
@@ -148,11 +148,11 @@ def test_aws_notice_runs_the_commands_before_the_announced_time(tmp_path, serve)
     assert proc.poll() is None and _ran(tmp_path) == []
     when = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0) + datetime.timedelta(seconds=120)
     server.preempt({"action": "terminate", "time": when.strftime("%Y-%m-%dT%H:%M:%SZ")})
-    out, _ = proc.communicate(timeout=30)
+    out, _err = proc.communicate(timeout=30)
     assert proc.returncode == 0, out
     ran = _ran(tmp_path)
-    assert [name for name, _ in ran] == ["decommission", "leave-swarm"]
-    assert all(at < when.timestamp() for _, at in ran)
+    assert [name for name, _at in ran] == ["decommission", "leave-swarm"]
+    assert all(at < when.timestamp() for _name, at in ran)
     # IMDSv2: a token first, and the notice asked with it (the stand-in answers 401 without).
     assert server.asked[0][:2] == ("PUT", "/latest/api/token")
     gets = [h for m, p, h in server.asked if m == "GET"]
@@ -166,10 +166,10 @@ def test_a_restarted_watcher_does_not_hand_over_twice(tmp_path, serve):
     first = _watcher(tmp_path, "gcp", f"{server.url}/computeMetadata/v1", "decommission")
     first.communicate(timeout=30)
     again = _watcher(tmp_path, "gcp", f"{server.url}/computeMetadata/v1", "decommission")
-    out, _ = again.communicate(timeout=30)
+    out, _err = again.communicate(timeout=30)
     assert again.returncode == 0
     assert "handled already" in out
-    assert [name for name, _ in _ran(tmp_path)] == ["decommission"]
+    assert [name for name, _at in _ran(tmp_path)] == ["decommission"]
 
 
 def test_a_command_past_the_deadline_is_stopped_and_the_next_still_runs(tmp_path):
@@ -195,7 +195,6 @@ def load_plugin_script():
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
-
 
 
 class _Worker(http.server.BaseHTTPRequestHandler):

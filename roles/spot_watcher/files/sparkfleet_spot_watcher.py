@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # Copyright: sparkfleet contributors
 # Apache License 2.0
 """Watch a spot (AWS) or preemptible (GCP) machine's interruption notice, and hand its work over

@@ -48,12 +48,12 @@ def pending_task(service, shares=0, cpus=0.0, err="no suitable node (insufficien
             "Spec": {"Resources": {"Reservations": reservations}}}
 
 
-def run(m, tasks=(), previous=None, now=NOW, pools=POOLS, dry_run=False, nodes=()):
+def run(m, tasks=(), previous=None, now=NOW, pools=None, dry_run=False, nodes=()):
     workers = autoscale.spark_workers(m, pool_of)
     demand = autoscale.merge_demand(autoscale.spark_demand(m, executor_cores=4),
                                     autoscale.swarm_demand(list(tasks), "NVIDIA-GPU"))
     busy = autoscale.swarm_busy_nodes(list(tasks), list(nodes))
-    decisions, record = autoscale.decide(pools, workers, demand, previous, now, add_timeout=1800, busy_nodes=busy,
+    decisions, record = autoscale.decide(pools or POOLS, workers, demand, previous, now, add_timeout=1800, busy_nodes=busy,
                                          dry_run=dry_run)
     # The record goes to a JSON-lines file: it must survive the round trip unchanged.
     assert json.loads(json.dumps(record)) == record
@@ -62,7 +62,7 @@ def run(m, tasks=(), previous=None, now=NOW, pools=POOLS, dry_run=False, nodes=(
 
 def test_waiting_cores_add_enough_workers_for_them():
     waiting = [dict(app(f"app-{n}", state="WAITING"), coresperexecutor=12) for n in range(3)]  # 36 cores
-    by_pool, _ = run(master([worker("c-worker-1", used=16)], waiting))
+    by_pool, _record = run(master([worker("c-worker-1", used=16)], waiting))
     assert by_pool["worker"]["action"] == "add"
     assert by_pool["worker"]["count"] == 3  # ceil(36 / 16)
     assert "app-0" in by_pool["worker"]["reason"]
@@ -75,26 +75,26 @@ def test_an_addition_is_capped_by_the_maximum():
     assert (by_pool["worker"]["action"], by_pool["worker"]["count"]) == ("add", 2)  # max 4, 2 alive
     assert "the maximum is 4" in by_pool["worker"]["reason"]
     full = [worker(f"c-worker-{n}", used=16) for n in range(1, 5)]
-    by_pool, _ = run(master(full, waiting))
+    by_pool, _record = run(master(full, waiting))
     assert by_pool["worker"]["action"] == "none"
     assert "maximum 4" in by_pool["worker"]["reason"]
     assert record["in_flight"] == [{"pool": "worker", "count": 2, "time": NOW, "baseline": ["c-worker-1", "c-worker-2"]}]
 
 
 def test_a_running_application_asks_for_nothing():
-    by_pool, _ = run(master([worker("c-worker-1", used=16)], [app("a", cores=16)]))
+    by_pool, _record = run(master([worker("c-worker-1", used=16)], [app("a", cores=16)]))
     assert by_pool["worker"]["action"] == "none"
 
 
 def test_a_waiting_gpu_application_adds_a_gpu_worker():
-    by_pool, _ = run(master([worker("c-worker-1")], [app("gpu-job", state="WAITING", gpus=1)]))
+    by_pool, _record = run(master([worker("c-worker-1")], [app("gpu-job", state="WAITING", gpus=1)]))
     assert (by_pool["gpu_worker"]["action"], by_pool["gpu_worker"]["count"]) == ("add", 1)
     assert by_pool["worker"]["action"] != "add"
 
 
 def test_a_notebook_pending_for_gpu_shares_adds_a_gpu_worker():
     tasks = [pending_task("jupyter-alice", shares=1), pending_task("jupyter-bob", shares=1)]
-    by_pool, _ = run(master([worker("c-worker-1")]), tasks)
+    by_pool, _record = run(master([worker("c-worker-1")]), tasks)
     # Two shares fit on one GPU worker of three shares.
     assert (by_pool["gpu_worker"]["action"], by_pool["gpu_worker"]["count"]) == ("add", 1)
     assert "jupyter-alice" in by_pool["gpu_worker"]["reason"]
@@ -104,7 +104,7 @@ def test_a_notebook_pending_for_gpu_shares_adds_a_gpu_worker():
 def test_a_task_pending_for_another_reason_asks_for_nothing():
     tasks = [pending_task("jupyter-carol", shares=1, err="no such image: notebook:1"),
              dict(pending_task("jupyter-dave", shares=1), DesiredState="shutdown")]
-    by_pool, _ = run(master([worker("c-worker-1")]), tasks)
+    by_pool, _record = run(master([worker("c-worker-1")]), tasks)
     assert by_pool["gpu_worker"]["action"] == "none"
 
 
@@ -122,7 +122,7 @@ def test_a_repeated_run_after_a_crash_adds_nothing_twice():
     later, record3 = run(m2, previous=record2, now=NOW + 120)
     assert later["worker"]["action"] == "none" and later["worker"]["in_flight"] == 1
     # Past the timeout the missing machine is asked for again: 20 cores wanted, 16 free.
-    late, _ = run(m2, previous=record3, now=NOW + 1800)
+    late, _record = run(m2, previous=record3, now=NOW + 1800)
     assert (late["worker"]["action"], late["worker"]["count"]) == ("add", 1)
 
 
@@ -130,16 +130,16 @@ def test_a_dry_run_puts_nothing_in_flight():
     m = master([worker("c-worker-1", used=16)], [dict(app("a", state="WAITING"), coresperexecutor=4)])
     first, record = run(m, dry_run=True)
     assert first["worker"]["action"] == "add" and record["in_flight"] == [] and record["dry_run"] is True
-    again, _ = run(m, previous=record, now=NOW + 60)
+    again, _record = run(m, previous=record, now=NOW + 60)
     assert again["worker"]["action"] == "add"
 
 
 def test_idle_workers_past_the_cooldown_are_removed_never_below_the_minimum():
     workers = [worker(f"c-worker-{n}") for n in (1, 2, 3)]
-    _, record = run(master(workers))  # first sight: the cooldown starts now
+    _seen, record = run(master(workers))  # first sight: the cooldown starts now
     by_pool, record = run(master(workers), previous=record, now=NOW + 599)
     assert by_pool["worker"]["action"] == "none"
-    by_pool, _ = run(master(workers), previous=record, now=NOW + 600)
+    by_pool, _record = run(master(workers), previous=record, now=NOW + 600)
     assert by_pool["worker"]["action"] == "remove"
     assert by_pool["worker"]["hosts"] == ["c-worker-3", "c-worker-2"]  # min 1 stays; the highest go
     assert "600" in by_pool["worker"]["reason"]
@@ -147,18 +147,18 @@ def test_idle_workers_past_the_cooldown_are_removed_never_below_the_minimum():
 
 def test_a_worker_holding_executors_is_kept():
     workers = [worker("c-worker-1"), worker("c-worker-2", used=4), worker("c-worker-10")]
-    _, record = run(master(workers, [app("a", cores=4)]))
-    by_pool, _ = run(master(workers, [app("a", cores=4)]), previous=record, now=NOW + 3600)
+    _seen, record = run(master(workers, [app("a", cores=4)]))
+    by_pool, _record = run(master(workers, [app("a", cores=4)]), previous=record, now=NOW + 3600)
     # c-worker-2 runs an executor; the idle ones go, the highest number first (10 before 1).
     assert by_pool["worker"]["hosts"] == ["c-worker-10", "c-worker-1"]
 
 
 def test_a_worker_busy_lately_waits_for_its_cooldown():
     workers = [worker("c-worker-1"), worker("c-worker-2")]
-    _, record = run(master([worker("c-worker-1"), worker("c-worker-2", used=2)]))
-    by_pool, _ = run(master(workers), previous=record, now=NOW + 300)
+    _seen, record = run(master([worker("c-worker-1"), worker("c-worker-2", used=2)]))
+    by_pool, _record = run(master(workers), previous=record, now=NOW + 300)
     assert by_pool["worker"]["action"] == "none"
-    by_pool, _ = run(master(workers), previous=record, now=NOW + 600)
+    by_pool, _record = run(master(workers), previous=record, now=NOW + 600)
     assert by_pool["worker"]["hosts"] == ["c-worker-2"]
 
 
@@ -166,36 +166,36 @@ def test_a_swarm_task_keeps_a_gpu_worker():
     workers = [worker("c-gpu-worker-1", cores=8), worker("c-gpu-worker-2", cores=8)]
     nodes = [{"ID": "n1", "Description": {"Hostname": "c-gpu-worker-1"}}]
     running = [{"ID": "t1", "NodeID": "n1", "Status": {"State": "running"}}]
-    _, record = run(master(workers), running, nodes=nodes)
-    by_pool, _ = run(master(workers), running, previous=record, now=NOW + 3600, nodes=nodes)
+    _seen, record = run(master(workers), running, nodes=nodes)
+    by_pool, _record = run(master(workers), running, previous=record, now=NOW + 3600, nodes=nodes)
     assert by_pool["gpu_worker"]["hosts"] == ["c-gpu-worker-2"]
 
 
 def test_a_gpu_in_use_keeps_a_gpu_worker():
     workers = [worker("c-gpu-worker-1", cores=8, gpus_used=1)]
-    _, record = run(master(workers))
-    by_pool, _ = run(master(workers), previous=record, now=NOW + 3600)
+    _seen, record = run(master(workers))
+    by_pool, _record = run(master(workers), previous=record, now=NOW + 3600)
     assert by_pool["gpu_worker"]["action"] == "none"
 
 
 def test_the_minimum_is_restored_when_workers_are_gone():
-    by_pool, _ = run(master([worker("c-worker-1", state="DEAD")]))
+    by_pool, _record = run(master([worker("c-worker-1", state="DEAD")]))
     assert (by_pool["worker"]["action"], by_pool["worker"]["count"]) == ("add", 1)
     assert "below the minimum 1" in by_pool["worker"]["reason"]
 
 
 def test_no_removal_while_work_waits():
     workers = [worker("c-worker-1"), worker("c-worker-2"), worker("c-worker-3"), worker("c-worker-4")]
-    _, record = run(master(workers))
+    _seen, record = run(master(workers))
     waiting = [dict(app("a", state="WAITING"), coresperexecutor=4)]
-    by_pool, _ = run(master(workers, waiting), previous=record, now=NOW + 3600)
+    by_pool, _record = run(master(workers, waiting), previous=record, now=NOW + 3600)
     assert by_pool["worker"]["action"] == "none"
 
 
 def test_yarn_pending_vcores_are_the_worker_pools_demand():
     demand = autoscale.yarn_demand({"clusterMetrics": {"pendingVirtualCores": 40, "appsPending": 2}})
-    decisions, _ = autoscale.decide(POOLS, [{"host": "c-worker-1", "pool": "worker", "busy": ["x"]}],
-                                    autoscale.merge_demand(demand), None, NOW)
+    decisions, _record = autoscale.decide(POOLS, [{"host": "c-worker-1", "pool": "worker", "busy": ["x"]}],
+                                          autoscale.merge_demand(demand), None, NOW)
     by_pool = {d["pool"]: d for d in decisions}
     assert (by_pool["worker"]["action"], by_pool["worker"]["count"]) == ("add", 3)
     assert "40 vcores" in by_pool["worker"]["reason"]

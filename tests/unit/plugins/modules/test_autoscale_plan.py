@@ -62,19 +62,19 @@ def test_a_notebook_waiting_for_gpu_shares_asks_for_a_gpu_worker(tmp_path, capsy
             "Status": {"State": "pending", "Err": "no suitable node (insufficient resources on 2 nodes)"},
             "Spec": {"Resources": {"Reservations": {"GenericResources": [
                 {"DiscreteResourceSpec": {"Kind": "NVIDIA-GPU", "Value": 1}}]}}}}
-    _, result = run(capsys, tmp_path / "a.jsonl", spark_master=_master(waiting=False), swarm_tasks=[task], now=1000.0)
+    _code, result = run(capsys, tmp_path / "a.jsonl", spark_master=_master(waiting=False), swarm_tasks=[task], now=1000.0)
     assert (result["add_workers"], result["add_gpu_workers"]) == (0, 1)
 
 
 def test_check_mode_and_dry_runs_change_nothing(tmp_path, capsys):
     log = tmp_path / "a.jsonl"
-    _, result = run(capsys, log, check_mode=True, spark_master=_master(), now=1000.0)
+    _code, result = run(capsys, log, check_mode=True, spark_master=_master(), now=1000.0)
     assert result["add_workers"] == 1 and result["changed"] is False
     assert not log.exists()
-    _, result = run(capsys, log, dry_run=True, spark_master=_master(), now=1000.0)
+    _code, result = run(capsys, log, dry_run=True, spark_master=_master(), now=1000.0)
     assert result["changed"] is False and _lines(log)[0]["dry_run"] is True
     # The dry run put nothing in flight: a real run adds.
-    _, result = run(capsys, log, spark_master=_master(), now=1010.0)
+    _code, result = run(capsys, log, spark_master=_master(), now=1010.0)
     assert result["add_workers"] == 1
 
 
@@ -83,7 +83,7 @@ def test_idle_workers_go_after_the_cooldown(tmp_path, capsys):
     idle = _master(used1=0, waiting=False)
     idle["workers"][1].update(coresused=0, coresfree=8)
     run(capsys, log, spark_master=idle, now=1000.0)
-    _, result = run(capsys, log, spark_master=idle, now=1060.0)
+    _code, result = run(capsys, log, spark_master=idle, now=1060.0)
     assert result["remove"] == ["c-worker-2"]  # the minimum, 1, stays
 
 

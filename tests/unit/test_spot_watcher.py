@@ -5,14 +5,16 @@ order, before the deadline, and once."""
 import datetime
 import http.server
 import json
+import shlex
 import subprocess
 import sys
 import threading
 import time
 
 import pytest
+import yaml
 
-from conftest import ROOT
+from conftest import ROOT, RoleRenderer
 
 SCRIPT = ROOT / "roles" / "spot_watcher" / "files" / "sparkfleet_spot_watcher.py"
 
@@ -241,3 +243,41 @@ def test_the_spark_worker_is_decommissioned_only_when_it_handles_sigpwr(tmp_path
     assert ("no executor left" in out) == signalled
     # The commands (leave the Swarm...) ran after the decommission.
     assert (tmp_path / "after").read_text() == calls.read_text()
+
+
+def _unit_vars():
+    """The service role's inputs as roles/spot_watcher/tasks/main.yml passes them."""
+    tasks = yaml.safe_load((ROOT / "roles" / "spot_watcher" / "tasks" / "main.yml").read_text())
+    (include,) = [t for t in tasks if "ansible.builtin.include_role" in t]
+    return include["vars"]
+
+
+GROUPS = {"role_worker": ["c-worker-1"], "role_gpu_worker": ["c-gpu-worker-1"], "role_hub": ["c-hub"],
+          "spark_workers": ["c-worker-1", "c-gpu-worker-1"], "swarm_workers": ["c-worker-1", "c-gpu-worker-1"],
+          "gpu_workers": ["c-gpu-worker-1"]}
+
+
+def _renderer(spot_roles):
+    hostvars = {h: {"group_names": sorted(g for g, members in GROUPS.items() if h in members)}
+                for h in ("c-worker-1", "c-gpu-worker-1", "c-hub")}
+    return RoleRenderer("spot_watcher", groups=GROUPS, hostvars=hostvars,
+                        extra={"provision_spot_roles": spot_roles, "sparkfleet_provision_provider": "aws", **_unit_vars()})
+
+
+def test_the_watcher_runs_on_the_machines_of_the_spot_roles_only():
+    renderer = _renderer(["gpu_worker"])
+    assert [h for h in ("c-worker-1", "c-gpu-worker-1", "c-hub") if renderer.value("spot_watcher_enabled | bool", h)] == [
+        "c-gpu-worker-1"]
+    assert not _renderer([]).value("spot_watcher_enabled | bool", "c-gpu-worker-1")
+
+
+def test_the_unit_runs_the_watcher_with_the_decommission_and_the_commands():
+    renderer = _renderer(["gpu_worker"])
+    (unit,) = renderer.string(_unit_vars()["service_units"], "c-gpu-worker-1")
+    # systemd splits ExecStart as a shell does for quotes.
+    argv = shlex.split(unit["exec_start"])
+    assert argv == ["/usr/bin/python3", "/usr/local/lib/sparkfleet/sparkfleet_spot_watcher.py", "--provider", "aws",
+                    "--spark-worker-json", "http://c-gpu-worker-1:8081/json/", "--command", "docker swarm leave"]
+    for changed, restart in ((False, []), (True, ["sparkfleet-spot-watcher"])):
+        renderer.extra["__spot_watcher_script"] = {"changed": changed}
+        assert renderer.string(_unit_vars()["service_restart"], "c-gpu-worker-1") == restart

@@ -53,3 +53,17 @@ def test_the_reading_play_runs_where_the_state_is():
     assert standalone.play_hosts(play["hosts"]) == ["hub", "m1", "m2"]
     yarn = RoleRenderer(groups={**GROUPS, "yarn_resourcemanagers": ["rm1", "rm2"]}, extra={"spark_cluster_manager": "yarn"})
     assert yarn.play_hosts(play["hosts"]) == ["hub", "rm1"]
+
+
+def test_the_timer_runs_the_playbook_with_this_inventory():
+    task = _task("main", "Autoscaler | Run the autoscaler on a timer.")
+    extra = {"autoscaler_inventory": "/srv/fleet/inventories/prod", "autoscaler_project_dir": "/srv/fleet",
+             "autoscaler_user": "ops", "ansible_playbook_python": "/srv/fleet/.venv/bin/python3"}
+    (unit,) = RoleRenderer("autoscaler", extra=extra).string(task["vars"]["service_units"], "localhost")
+    assert unit["exec_start"] == ("/srv/fleet/.venv/bin/ansible-playbook /srv/fleet/playbooks/autoscale.yml"
+                                  " -i /srv/fleet/inventories/prod")
+    assert (unit["user"], unit["working_directory"], unit["wanted"]) == ("ops", "/srv/fleet", True)
+    assert unit["timer"]["on_calendar"] == "*:0/2"
+    (dry,) = RoleRenderer("autoscaler", extra={**extra, "autoscaler_dry_run": True}).string(
+        task["vars"]["service_units"], "localhost")
+    assert dry["exec_start"].endswith(" -e autoscaler_dry_run=true")

@@ -55,21 +55,36 @@ def spark_workers(master, pool_of):
     return out
 
 
-def spark_demand(master, executor_cores):
+def _fits(worker, cores, memory_mb, gpus):
+    """Whether one executor of that size fits in what the worker has free."""
+    free_gpus = _gpu_amount(worker.get("resources")) - _gpu_amount(worker.get("resourcesused"))
+    return (int(worker.get("coresfree", 0)) >= cores and int(worker.get("memoryfree", memory_mb)) >= memory_mb
+            and free_gpus >= gpus)
+
+
+def spark_demand(master, executor_cores, pool_of=None, ignored=()):
     """What the standalone master's waiting applications ask for, per pool: {pool: {cores, gpus}}.
 
     The master's JSON gives an application's granted cores, not the cores it wants: an
-    application still WAITING has no executor at all, and asks for at least one, of
-    ``executor_cores`` cores (and its GPUs per executor, which send it to the GPU pool)."""
+    application still WAITING has no executor at all. It waits for room only when no ALIVE worker
+    of its pool has one executor's free cores (``executor_cores``), memory and GPUs; otherwise it
+    asks for none (dynamic allocation at zero executors, e.g. an idle Spark Connect server) and is
+    not counted. Applications named in ``ignored`` never count. GPUs per executor send an
+    application to the GPU pool."""
     demand = {pool: {"cores": 0, "gpus": 0, "shares": 0, "why": []} for pool in POOLS}
+    alive = [w for w in (master or {}).get("workers", []) if w.get("state") == "ALIVE"]
     for app in (master or {}).get("activeapps", []):
-        if app.get("state") != "WAITING":
+        if app.get("state") != "WAITING" or app.get("name") in ignored:
             continue
         gpus = _gpu_amount(app.get("resourcesperexecutor"))
         pool = "gpu_worker" if gpus else "worker"
-        demand[pool]["cores"] += int(app.get("coresperexecutor") or executor_cores)
+        cores = int(app.get("coresperexecutor") or executor_cores)
+        memory = int(app.get("memoryperexecutor") or 0)
+        if any(_fits(w, cores, memory, gpus) for w in alive if pool_of is None or pool_of(w.get("host")) == pool):
+            continue
+        demand[pool]["cores"] += cores
         demand[pool]["gpus"] += gpus
-        demand[pool]["why"].append(f"Spark application {app.get('id')} ({app.get('name')}) is WAITING")
+        demand[pool]["why"].append(f"Spark application {app.get('id')} ({app.get('name')}) is WAITING for room")
     return demand
 
 

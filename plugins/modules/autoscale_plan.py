@@ -52,6 +52,11 @@ options:
     description: Cores one executor of a WAITING Spark application asks for (the master's JSON does not say).
     type: int
     default: 1
+  ignored_apps:
+    description: Names of Spark applications whose WAITING state is never demand (an idle Spark Connect server).
+    type: list
+    elements: str
+    default: []
   gpu_kind:
     description: The Swarm generic resource kind of a GPU share.
     type: str
@@ -154,7 +159,7 @@ def plan(params):
     membership = {host: pool for pool, hosts in params["pool_hosts"].items() for host in hosts or []}
     workers = spark_workers(params["spark_master"], membership.get)
     demand = merge_demand(
-        spark_demand(params["spark_master"], params["executor_cores"]),
+        spark_demand(params["spark_master"], params["executor_cores"], membership.get, params["ignored_apps"]),
         yarn_demand(params["yarn_metrics"]),
         swarm_demand(params["swarm_tasks"], params["gpu_kind"]))
     busy = swarm_busy_nodes(params["swarm_tasks"], params["swarm_nodes"])
@@ -183,6 +188,7 @@ def main():
             "swarm_tasks": {"type": "list", "elements": "dict", "default": []},
             "swarm_nodes": {"type": "list", "elements": "dict", "default": []},
             "executor_cores": {"type": "int", "default": 1},
+            "ignored_apps": {"type": "list", "elements": "str", "default": []},
             "gpu_kind": {"type": "str", "default": "NVIDIA-GPU"},
             "add_timeout": {"type": "int", "default": 1800},
             "decisions_log": {"type": "path", "required": True},

@@ -50,7 +50,7 @@ def pending_task(service, shares=0, cpus=0.0, err="no suitable node (insufficien
 
 def run(m, tasks=(), previous=None, now=NOW, pools=None, dry_run=False, nodes=()):
     workers = autoscale.spark_workers(m, pool_of)
-    demand = autoscale.merge_demand(autoscale.spark_demand(m, executor_cores=4),
+    demand = autoscale.merge_demand(autoscale.spark_demand(m, 4, pool_of),
                                     autoscale.swarm_demand(list(tasks), "NVIDIA-GPU"))
     busy = autoscale.swarm_busy_nodes(list(tasks), list(nodes))
     decisions, record = autoscale.decide(pools or POOLS, workers, demand, previous, now, add_timeout=1800, busy_nodes=busy,
@@ -184,12 +184,31 @@ def test_the_minimum_is_restored_when_workers_are_gone():
     assert "below the minimum 1" in by_pool["worker"]["reason"]
 
 
-def test_no_removal_while_work_waits():
-    workers = [worker("c-worker-1"), worker("c-worker-2"), worker("c-worker-3"), worker("c-worker-4")]
+def test_no_removal_while_work_waits_for_room():
+    # Free cores, but not the memory one executor asks for: the application waits for room.
+    workers = [dict(worker(f"c-worker-{n}"), memoryfree=512) for n in (1, 2, 3, 4)]
     _seen, record = run(master(workers))
-    waiting = [dict(app("a", state="WAITING"), coresperexecutor=4)]
+    waiting = [dict(app("a", state="WAITING"), memoryperexecutor=1024)]
     by_pool, _record = run(master(workers, waiting), previous=record, now=NOW + 3600)
     assert by_pool["worker"]["action"] == "none"
+    assert "WAITING for room" in by_pool["worker"]["reason"]
+
+
+def test_an_application_that_fits_but_waits_asks_for_nothing():
+    """Dynamic allocation at zero executors (an idle Spark Connect server) leaves an application
+    WAITING although a worker has room: it neither adds a machine nor keeps idle ones."""
+    workers = [worker("c-worker-1"), worker("c-worker-2")]
+    idle_connect = [app("app-connect", state="WAITING")]
+    _seen, record = run(master(workers, idle_connect))
+    by_pool, _record = run(master(workers, idle_connect), previous=record, now=NOW + 3600)
+    assert (by_pool["worker"]["action"], by_pool["worker"]["hosts"]) == ("remove", ["c-worker-2"])
+
+
+def test_an_ignored_application_never_asks():
+    full = master([worker("c-worker-1", used=16)], [dict(app("c", state="WAITING"), name="Spark Connect server")])
+    demand = autoscale.spark_demand(full, 4, pool_of, ignored=["Spark Connect server"])
+    assert demand["worker"] == {"cores": 0, "gpus": 0, "shares": 0, "why": []}
+    assert autoscale.spark_demand(full, 4, pool_of)["worker"]["cores"] == 4
 
 
 def test_yarn_pending_vcores_are_the_worker_pools_demand():

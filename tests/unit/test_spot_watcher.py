@@ -278,6 +278,9 @@ def test_the_unit_runs_the_watcher_with_the_decommission_and_the_commands():
     argv = shlex.split(unit["exec_start"])
     assert argv == ["/usr/bin/python3", "/usr/local/lib/sparkfleet/sparkfleet_spot_watcher.py", "--provider", "aws",
                     "--spark-worker-json", "http://c-gpu-worker-1:8081/json/", "--command", "docker swarm leave"]
+    renderer.extra["spot_watcher_metadata_url"] = "http://10.0.0.9:8000"
+    (unit,) = renderer.string(_unit_vars()["service_units"], "c-gpu-worker-1")
+    assert shlex.split(unit["exec_start"])[4:6] == ["--metadata-url", "http://10.0.0.9:8000"]
     for changed, restart in ((False, []), (True, ["sparkfleet-spot-watcher"])):
         renderer.extra["__spot_watcher_script"] = {"changed": changed}
         assert renderer.string(_unit_vars()["service_restart"], "c-gpu-worker-1") == restart

@@ -90,7 +90,8 @@ def world(tmp_path_factory):
 
 def _run(world, playbook, *args):
     (world["state"] / "calls.jsonl").write_text("")
-    cmd = [str(BIN / "ansible-playbook"), f"playbooks/{playbook}", "-i", "inventories/gcp", "-e", f"@{world['extra']}", *args]
+    path = playbook if os.path.isabs(playbook) else f"playbooks/{playbook}"
+    cmd = [str(BIN / "ansible-playbook"), path, "-i", "inventories/gcp", "-e", f"@{world['extra']}", *args]
     result = subprocess.run(cmd, cwd=ROOT, env=world["env"], capture_output=True, text=True, timeout=600, check=False)
     print(result.stdout[-6000:], result.stderr[-3000:])
     calls = [json.loads(line) for line in (world["state"] / "calls.jsonl").read_text().splitlines()]
@@ -235,12 +236,35 @@ def test_e_scale_adds_gpu_workers_after_the_highest(world):
     assert all(p["labels"]["sparkfleet-role"] == "gpu_worker" for p in _creates(calls))
 
 
+def test_e2_removing_workers_deletes_exactly_those(world, tmp_path):
+    """The provision role's remove entry point (remove_worker.yml's last step, the autoscaler's way
+    down): the named workers of this cluster, nothing else; any other name refused before a call."""
+    play = tmp_path / "remove.yml"
+    # The playbooks' own group_vars (the cluster's SSH key...), as for a playbook in playbooks/.
+    (tmp_path / "group_vars").symlink_to(ROOT / "playbooks" / "group_vars")
+    play.write_text(yaml.safe_dump([{"hosts": "localhost", "connection": "local", "gather_facts": False, "tasks": [
+        {"ansible.builtin.include_role": {"name": "sparkfleet.cluster.provision", "tasks_from": "remove"}}]}]))
+    before = set(_instances(world))
+    for refused in (f"{CLUSTER}-master", "other-worker-1"):
+        result, calls = _run(world, str(play), "-e", json.dumps({"provision_remove": [f"{CLUSTER}-worker-2", refused]}))
+        assert result.returncode != 0 and f"provision_remove names {refused}" in " ".join(result.stdout.split())
+        assert [c for c in calls if c["module"] == "gcp_compute_instance"] == []
+    result, calls = _run(world, str(play), "-e", json.dumps({"provision_remove": [f"{CLUSTER}-gpu-worker-3", f"{CLUSTER}-worker-2"]}))
+    assert result.returncode == 0
+    deleted = sorted(c["params"]["name"] for c in calls if c["module"] == "gcp_compute_instance")
+    assert deleted == [f"{CLUSTER}-gpu-worker-3", f"{CLUSTER}-worker-2"]
+    assert set(_instances(world)) == before - set(deleted)
+    # Again: nothing left to delete, nothing else touched.
+    result, calls = _run(world, str(play), "-e", json.dumps({"provision_remove": [f"{CLUSTER}-worker-2"]}))
+    assert result.returncode == 0 and [c for c in calls if c["module"] == "gcp_compute_instance"] == []
+
+
 def test_f_teardown_removes_the_cluster_and_nothing_else(world):
     result, calls = _run(world, "teardown.yml", "-e", f"teardown_confirm={CLUSTER}")
     assert result.returncode == 0
     assert list(_instances(world)) == ["other-worker-1"]
     deleted = sorted(c["params"]["name"] for c in calls if c["params"].get("state") == "absent")
-    machines = ("master", "hub", "worker-1", "worker-2", "gpu-worker-1", "gpu-worker-2", "gpu-worker-3")
+    machines = ("master", "hub", "worker-1", "gpu-worker-1", "gpu-worker-2")
     rules = [f"{CLUSTER}-cluster", f"{CLUSTER}-admin", f"{CLUSTER}-deny"]
     assert deleted == sorted([f"{CLUSTER}-{n}" for n in machines] + rules + [CLUSTER, CLUSTER, ACCOUNT])
     # The network goes after its firewall rules and subnetwork, which would keep it.

@@ -5,8 +5,6 @@ the rendered configuration checked and the alert rules run against recorded seri
 import base64
 import http.client
 import http.server
-import os
-import shutil
 import socket
 import ssl
 import subprocess
@@ -16,7 +14,7 @@ import time
 import pytest
 import yaml
 
-from conftest import RoleRenderer, facts
+from conftest import RoleRenderer, debian_tool, facts
 
 CLUSTER = {"spark_masters": ["m1"], "spark_workers": ["w1", "w2"], "gpu_workers": ["w2"], "hub": ["hub1"],
            "swarm_managers": ["hub1"], "swarm_workers": ["w1", "w2"], "notebook": ["nb1"]}
@@ -112,13 +110,7 @@ def test_extra_scrape_configs_and_rule_groups_are_appended_as_given():
 
 def promtool():
     """Debian's promtool, or a skip saying why; under CI=true (CI installs it) its absence fails."""
-    path = shutil.which("promtool")
-    if path is None:
-        why = "promtool is not installed (Debian's prometheus package: apt-get install prometheus)"
-        if os.environ.get("CI", "").strip().lower() == "true":
-            pytest.fail(f"{why}; CI=true: the rule tests must run there")
-        pytest.skip(why)
-    return path
+    return debian_tool("promtool", "prometheus")
 
 
 def _write_rendered(tmp_path, renderer):
@@ -295,9 +287,7 @@ def _get(port, path, auth=None, context=None):
 
 
 def test_the_real_nginx_serves_the_metrics_with_the_login_and_the_uis_under_their_prefix(tmp_path):
-    binary = shutil.which("nginx") or shutil.which("/usr/sbin/nginx")
-    if not binary:
-        pytest.skip("nginx is not installed here (apt-get install nginx-light): the rendered sites are not run")
+    binary = debian_tool("nginx", "nginx-light")
     upstream = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Upstream)
     threading.Thread(target=upstream.serve_forever, daemon=True).start()
     subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",

@@ -53,7 +53,7 @@ export ANSIBLE_STRATEGY_PLUGINS := $(MITOGEN_STRATEGIES)
 export ANSIBLE_STRATEGY := mitogen_linear
 endif
 
-.PHONY: help venv collections docker image ssh-key lint unit sanity cloud static test-hosts molecule lab-test test lab lab-destroy bench status gpu-hours clean
+.PHONY: help venv collections docker image ssh-key lint unit-tools unit sanity cloud static test-hosts molecule lab-test test lab lab-destroy bench status gpu-hours clean
 
 help: ## List the targets.
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -101,7 +101,18 @@ lint: venv ## yamllint and ansible-lint (production profile).
 	yamllint -s .
 	ansible-lint --profile production
 
-unit: venv ## pytest unit tests (plugins, rendered templates, role contracts).
+# Debian's programs some unit tests run a rendered configuration in (command:package); a fresh
+# machine has none. Their daemons are stopped and disabled: the tests start their own.
+UNIT_TOOLS := nginx:nginx-light promtool:prometheus nft:nftables
+unit-tools: ## Debian's nginx, promtool and nft for the unit tests, when missing.
+	@missing=""; for t in $(UNIT_TOOLS); do \
+	  command -v "$${t%%:*}" >/dev/null || [ -x "/usr/sbin/$${t%%:*}" ] || missing="$$missing $${t#*:}"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "unit-tools: installing$$missing"; \
+	  scripts/apt-get.sh --update-install --no-install-recommends $$missing >/dev/null; \
+	  systemctl disable --now nginx prometheus >/dev/null 2>&1 || true; fi
+
+unit: venv unit-tools ## pytest unit tests (plugins, rendered templates, role contracts).
 	pytest -q tests/unit
 
 sanity: venv ## ansible-test sanity on the built and installed collection (offline).

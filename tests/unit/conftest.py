@@ -3,7 +3,9 @@ tests render what Ansible renders (RoleRenderer): a role's templates and variabl
 expressions, as a play would for one host of an inventory."""
 
 import importlib.util
+import os
 import pathlib
+import shutil
 import sys
 
 import pytest
@@ -14,6 +16,19 @@ from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar, trust_as_template
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+def debian_tool(name, package):
+    """The path of Debian's program ``name`` (package ``package``), which a test runs a rendered
+    configuration in; `make unit` installs it. Missing: a skip saying so, and under CI=true a failure,
+    since CI installs it and the test must run there."""
+    path = shutil.which(name) or shutil.which("/usr/sbin/" + name)
+    if path is None:
+        why = f"{name} is not installed here (apt-get install {package}; `make unit` does)"
+        if os.environ.get("CI", "").strip().lower() == "true":
+            pytest.fail(f"{why}; CI=true: the test must run there")
+        pytest.skip(why)
+    return path
 
 
 def load_plugin(kind, name):

@@ -117,6 +117,9 @@ class FakeDocker:
         self.asked.append(container_id)
         return self.containers.get(container_id)
 
+    def running_containers(self):
+        return list(self.containers)
+
 
 SPARK_EXECUTOR_CMDLINE = [
     "/usr/lib/jvm/java-17-openjdk-amd64/bin/java", "-cp", "/etc/spark/conf/:/opt/spark/current/jars/*", "-Xmx8192M",
@@ -223,6 +226,10 @@ sparkfleet_gpu_xid_events_supported{{{G1}}} 1
 # TYPE sparkfleet_gpu_process_memory_used_bytes gauge
 sparkfleet_gpu_process_memory_used_bytes{{{G0},pid="4242",holder_kind="notebook",holder="jupyter-alice",user="alice"}} 3221225472
 sparkfleet_gpu_process_memory_used_bytes{{{G0},pid="5150",holder_kind="spark_executor",holder="app-20261128231500-0007",user="spark"}} 1073741824
+# HELP sparkfleet_gpu_share_holder A Swarm GPU share handed to a running container, and who holds it; value 1.
+# TYPE sparkfleet_gpu_share_holder gauge
+sparkfleet_gpu_share_holder{{host="gpu-worker-1",kind="NVIDIA-GPU",share="GPU-6f1ee8a1-3d54-2c1b-8e7a-0b8a4c3b9d10",\
+holder_kind="notebook",holder="jupyter-alice",user="alice"}} 1
 """
 
 
@@ -469,6 +476,17 @@ def test_without_nvml_the_exporter_serves_nvml_up_0_and_tries_again(recorded, co
         "# HELP sparkfleet_gpu_nvml_up 1 when NVML (the NVIDIA driver) answers on the host.\n"
         "# TYPE sparkfleet_gpu_nvml_up gauge\n"
         'sparkfleet_gpu_nvml_up{host="gpu-worker-1"} 0\n')
+    # The shares the Swarm handed to the host's containers are reported without NVML too.
+    collector.holders = exporter.Holders(FakeDocker({NOTEBOOK_CONTAINER_ID: NOTEBOOK_CONTAINER}), user_name=USERS.get)
+    failures.append(NVMLError(9))
+    assert collector.collect() == (
+        "# HELP sparkfleet_gpu_nvml_up 1 when NVML (the NVIDIA driver) answers on the host.\n"
+        "# TYPE sparkfleet_gpu_nvml_up gauge\n"
+        'sparkfleet_gpu_nvml_up{host="gpu-worker-1"} 0\n'
+        "# HELP sparkfleet_gpu_share_holder A Swarm GPU share handed to a running container, and who holds it; value 1.\n"
+        "# TYPE sparkfleet_gpu_share_holder gauge\n"
+        'sparkfleet_gpu_share_holder{host="gpu-worker-1",kind="NVIDIA-GPU",share="GPU-6f1ee8a1-3d54-2c1b-8e7a-0b8a4c3b9d10",'
+        'holder_kind="notebook",holder="jupyter-alice",user="alice"} 1\n')
     # The driver came back: the next scrape starts NVML and reports the GPUs.
     assert "sparkfleet_gpu_nvml_up{host=\"gpu-worker-1\"} 1\n" in collector.collect()
     assert collector.xid_supported == {"GPU-6f1ee8a1-3d54-2c1b-8e7a-0b8a4c3b9d10": 1, "GPU-a2c94f7e-5b60-4e3f-9d2a-7c1f0e8b6a55": 1}

@@ -59,7 +59,7 @@ def render(name, **overrides):
 @pytest.fixture()
 def secrets_dir(tmp_path):
     for name, value in {"cookie_secret": "ab" * 32, "proxy_auth_token": "proxy-token-value",
-                        "github_client_secret": "github-secret-value"}.items():
+                        "github_client_secret": "github-secret-value", "prometheus_token": "prometheus-token-value"}.items():
         (tmp_path / name).write_text(value + "\n")
     return tmp_path
 
@@ -210,22 +210,35 @@ def test_swarm_github_seed(secrets_dir):
 def test_culler_service_has_only_the_scopes_it_needs(secrets_dir):
     c, _text = load(secrets_dir, **SWARM_GITHUB, jupyterhub_idle_culler_timeout=1800, jupyterhub_idle_culler_every=60)
     hub = c.set("JupyterHub")
-    (service,) = hub["services"]
+    (service,) = [s for s in hub["services"] if s["name"] != "prometheus"]
     assert service["name"] == "jupyterhub-idle-culler"
     assert service["command"][:3] == ["/opt/jupyterhub/venv/bin/python3", "-m", "jupyterhub_idle_culler"]
     assert "--timeout=1800" in service["command"]
     assert "--cull-every=60" in service["command"]
     assert "api_token" not in service and "admin" not in service
-    (role,) = hub["load_roles"]
+    (role,) = [r for r in hub["load_roles"] if r["name"] != "prometheus"]
     assert role["services"] == ["jupyterhub-idle-culler"]
     assert set(role["scopes"]) == CULLER_SCOPES
     assert not any(s.startswith("admin") for s in role["scopes"])
 
 
 def test_culler_off(secrets_dir):
-    c, _text = load(secrets_dir, **SWARM_GITHUB, jupyterhub_idle_culler_enabled=False)
+    c, _text = load(secrets_dir, **SWARM_GITHUB, jupyterhub_idle_culler_enabled=False, monitoring_enabled=False)
     assert "services" not in c.set("JupyterHub")
     assert "load_roles" not in c.set("JupyterHub")
+
+
+def test_prometheus_reads_the_metrics_with_a_token_of_its_own_and_nothing_more(secrets_dir):
+    c, text = load(secrets_dir, **SWARM_GITHUB, jupyterhub_idle_culler_enabled=False)
+    hub = c.set("JupyterHub")
+    assert hub["services"] == [{"name": "prometheus", "api_token": "prometheus-token-value"}]
+    assert hub["load_roles"] == [{"name": "prometheus", "description": "Read the hub's metrics",
+                                  "scopes": ["read:metrics"], "services": ["prometheus"]}]
+    assert "prometheus-token-value" not in text
+    # Not monitored: no such service, and its token is not read.
+    (secrets_dir / "prometheus_token").unlink()
+    c, _text = load(secrets_dir, **SWARM_GITHUB, monitoring_enabled=False)
+    assert {s["name"] for s in c.set("JupyterHub")["services"]} == {"jupyterhub-idle-culler"}
 
 
 def test_swarm_without_gpu_reserves_nothing(secrets_dir):
@@ -283,7 +296,7 @@ def test_local_pam_fat_master(secrets_dir):
     assert not {"DockerSpawner", "SwarmSpawner"} & set(c.sections)
     # Everything on the hub itself: the hub's API on loopback too.
     assert hub["hub_bind_url"] == "http://127.0.0.1:8081"
-    assert {s["name"] for s in hub["services"]} == {"jupyterhub-idle-culler"}
+    assert {s["name"] for s in hub["services"]} == {"jupyterhub-idle-culler", "prometheus"}
 
 
 def test_native_tls(secrets_dir):

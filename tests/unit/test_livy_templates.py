@@ -6,7 +6,6 @@ import http.client
 import http.server
 import pathlib
 import re
-import shutil
 import socket
 import ssl
 import subprocess
@@ -16,7 +15,7 @@ import time
 import pytest
 import yaml
 
-from conftest import RoleRenderer
+from conftest import RoleRenderer, debian_tool
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
@@ -211,9 +210,7 @@ class _Recorder(http.server.BaseHTTPRequestHandler):
 def nginx_fixture(tmp_path):
     """nginx with Livy's rendered site (TLS, the password file as configure.yml writes it) and the UI
     gateway's rendered locations in a server of their own, in front of a recording upstream."""
-    binary = shutil.which("nginx") or shutil.which("/usr/sbin/nginx")
-    if not binary:
-        pytest.skip("nginx is not installed here (apt-get install nginx-light): the rendered sites are not run")
+    binary = debian_tool("nginx", "nginx-light")
     upstream = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Recorder)
     threading.Thread(target=upstream.serve_forever, daemon=True).start()
     _Recorder.seen = []

@@ -213,7 +213,7 @@ def test_ui_reverse_proxy_is_on_by_default_and_can_be_switched_off():
     props = properties(render("spark-defaults.conf.j2", spark_ui_reverse_proxy_url="https://ui.example.com/spark"))
     assert props["spark.ui.reverseProxyUrl"] == "https://ui.example.com/spark"
     props = properties(render("spark-defaults.conf.j2", spark_ui_reverse_proxy=False))
-    assert not [k for k in props if k.startswith("spark.ui.")]
+    assert not [k for k in props if k.startswith("spark.ui.reverseProxy")]
 
 
 def test_ha_masters_log_in_to_zookeeper_with_a_jaas_file():
@@ -230,3 +230,15 @@ def test_ha_masters_log_in_to_zookeeper_with_a_jaas_file():
     assert 'username="sparkfleet"' in client and 'password="zk-pw";' in client
     # One master: no ZooKeeper, no login.
     assert "SPARK_MASTER_OPTS" not in render("spark-env.sh.j2")
+
+
+def test_sparks_own_metrics_follow_the_monitoring_switch():
+    props = properties(render("spark-defaults.conf.j2"))
+    assert props["spark.metrics.conf.*.sink.prometheusServlet.class"] == "org.apache.spark.metrics.sink.PrometheusServlet"
+    assert props["spark.metrics.conf.*.sink.prometheusServlet.path"] == "/metrics/prometheus"
+    assert props["spark.metrics.conf.master.sink.prometheusServlet.path"] == "/metrics/master/prometheus"
+    assert props["spark.metrics.conf.applications.sink.prometheusServlet.path"] == "/metrics/applications/prometheus"
+    assert props["spark.ui.prometheus.enabled"] == "true"
+    for off in ({"monitoring_enabled": False}, {"spark_metrics_enabled": False}):
+        props = properties(render("spark-defaults.conf.j2", **off))
+        assert not [k for k in props if k.startswith("spark.metrics.") or k == "spark.ui.prometheus.enabled"]

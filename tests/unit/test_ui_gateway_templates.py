@@ -2,12 +2,11 @@
 role's own defaults and vars."""
 
 import re
-import shutil
 import subprocess
 
 import pytest
 
-from conftest import RoleRenderer, facts
+from conftest import RoleRenderer, debian_tool, facts
 
 CLUSTER = {"spark_masters": ["m1"], "spark_workers": ["w1", "w2"], "notebook": ["nb1"]}
 TLS = {"__ui_gateway_tls": {"certificate": "/etc/ssl/sparkfleet/ui-gateway.crt",
@@ -123,9 +122,7 @@ def test_extra_sources_are_allowed():
 
 
 def test_nft_accepts_the_rules(tmp_path):
-    nft = shutil.which("nft") or "/usr/sbin/nft"
-    if not shutil.which(nft):
-        pytest.skip("nft is not installed here (apt-get install nftables)")
+    nft = debian_tool("nft", "nftables")
     path = tmp_path / "ui.nft"
     path.write_text(nft_rules(ui_gateway_allowed_sources=["192.168.5.0/24"]))
     result = subprocess.run([nft, "-c", "-f", str(path)], capture_output=True, text=True, check=False)

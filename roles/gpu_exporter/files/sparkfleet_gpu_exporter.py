@@ -17,7 +17,9 @@ GPU memory also says what holds the GPU:
 A container's labels and environment come from the Docker engine's API on its Unix socket; only the
 hub user's name is kept from the environment (it also holds the server's API token). A GPU that
 NVML cannot reach any more (fallen off the bus, "GPU is lost") is reported with up 0 and no other
-sample, and the exporter keeps serving the others. Xid critical errors are counted from NVML's
+sample, and the exporter keeps serving the others. The Swarm GPU shares handed to the host's running
+containers (their DOCKER_RESOURCE_<kind> variables) are reported with their holders whether or not
+NVML answers: who holds which GPU, before any process of theirs touches it. Xid critical errors are counted from NVML's
 event set by a thread of their own, since the last start of the exporter.
 
 Only the standard library and ``pynvml`` (NVIDIA's nvidia-ml-py) are needed.
@@ -43,6 +45,8 @@ HOLDER_KINDS = ("notebook", "swarm_service", "container", "spark_executor", "pro
 _CONTAINER_ID = re.compile(r"(?:/docker-|/docker/|/moby/|cri-containerd-)([0-9a-f]{64})(?:\.scope)?(?:/|$)")
 _SPARK_EXECUTOR = "org.apache.spark.executor."
 _HUB_USER_ENV = "JUPYTERHUB_USER="
+# How Swarm hands a task its generic resources: DOCKER_RESOURCE_<kind>=<id>[,<id>...].
+_SWARM_RESOURCE_ENV = "DOCKER_RESOURCE_"
 _SWARM_SERVICE_LABEL = "com.docker.swarm.service.name"
 
 # name, type, help: the order of the exposition.
@@ -61,6 +65,7 @@ METRICS = (
     ("sparkfleet_gpu_xid_errors_total", "counter", "Xid critical errors NVML reported since the exporter started."),
     ("sparkfleet_gpu_xid_events_supported", "gauge", "1 when NVML delivers Xid events for the GPU."),
     ("sparkfleet_gpu_process_memory_used_bytes", "gauge", "GPU memory of each process using the GPU, and who holds it."),
+    ("sparkfleet_gpu_share_holder", "gauge", "A Swarm GPU share handed to a running container, and who holds it; value 1."),
 )
 
 
@@ -94,11 +99,10 @@ class DockerClient:
         self.socket_path = socket_path
         self.timeout = timeout
 
-    def inspect_container(self, container_id):
-        """``GET /containers/<id>/json``: the container's description, or None when there is none."""
+    def _get(self, path):
         connection = _UnixHTTPConnection(self.socket_path, self.timeout)
         try:
-            connection.request("GET", "/containers/%s/json" % container_id, headers={"Host": "docker"})
+            connection.request("GET", path, headers={"Host": "docker"})
             response = connection.getresponse()
             body = response.read()
         except OSError:
@@ -108,6 +112,14 @@ class DockerClient:
         if response.status != 200:
             return None
         return json.loads(body)
+
+    def inspect_container(self, container_id):
+        """``GET /containers/<id>/json``: the container's description, or None when there is none."""
+        return self._get("/containers/%s/json" % container_id)
+
+    def running_containers(self):
+        """``GET /containers/json``: the ids of the running containers ([] when the engine does not answer)."""
+        return [container["Id"] for container in self._get("/containers/json") or []]
 
 
 class _UnixHTTPConnection(http.client.HTTPConnection):
@@ -172,10 +184,29 @@ class Holders:
             command = os.path.basename(cmdline[0]) if cmdline else ""
         return "process", command, self._owner(pid)
 
+    def shares(self):
+        """``(kind, share, holder_kind, holder, user)`` of every Swarm generic resource handed to a running
+        container of the host."""
+        found = []
+        for container_id in (self.docker.running_containers() if self.docker else []):
+            info = self._container(container_id)
+            if not info:
+                continue
+            kind, holder, user = self._describe(info, container_id, "")
+            for entry in (info.get("Config") or {}).get("Env") or []:
+                name, _sep, ids = entry.partition("=")
+                if name.startswith(_SWARM_RESOURCE_ENV):
+                    found.extend((name[len(_SWARM_RESOURCE_ENV):], share, kind, holder, user)
+                                 for share in ids.split(",") if share)
+        return sorted(found)
+
     def _container_holder(self, container_id, pid):
         info = self._container(container_id)
         if not info:
             return "container", container_id[:12], self._owner(pid)
+        return self._describe(info, container_id, pid)
+
+    def _describe(self, info, container_id, pid):
         config = info.get("Config") or {}
         labels = config.get("Labels") or {}
         hub_user = next((entry[len(_HUB_USER_ENV):] for entry in config.get("Env") or []
@@ -184,9 +215,10 @@ class Holders:
         name = (info.get("Name") or "").lstrip("/") or container_id[:12]
         if hub_user:
             return "notebook", service or name, hub_user
+        owner = self._owner(pid) if pid else ""
         if service:
-            return "swarm_service", service, self._owner(pid)
-        return "container", name, self._owner(pid)
+            return "swarm_service", service, owner
+        return "container", name, owner
 
 
 class Collector:
@@ -335,12 +367,15 @@ class Collector:
             return self._collect()
 
     def _collect(self):
-        if not self.started and not self.start():
-            return ("# HELP sparkfleet_gpu_nvml_up %s\n# TYPE sparkfleet_gpu_nvml_up gauge\n"
-                    "sparkfleet_gpu_nvml_up%s 0\n" % (METRICS[0][2], _labels([("host", self.host)])))
-        self.driver = _text(self._optional(self.nvml.nvmlSystemGetDriverVersion) or "")
         self.holders.forget_containers()
         by_metric = {name: [] for name, _kind, _help in METRICS}
+        by_metric["sparkfleet_gpu_share_holder"] = [
+            ([("host", self.host), ("kind", kind), ("share", share), ("holder_kind", holder_kind), ("holder", holder), ("user", user)], 1)
+            for kind, share, holder_kind, holder, user in self.holders.shares()]
+        if not self.started and not self.start():
+            by_metric["sparkfleet_gpu_nvml_up"].append(([("host", self.host)], 0))
+            return self._exposition(by_metric)
+        self.driver = _text(self._optional(self.nvml.nvmlSystemGetDriverVersion) or "")
         by_metric["sparkfleet_gpu_nvml_up"].append(([("host", self.host)], 1))
         for index in range(self.nvml.nvmlDeviceGetCount()):
             try:
@@ -350,6 +385,10 @@ class Collector:
                 base, samples = [("host", self.host), ("gpu", str(index)), ("uuid", "")], [("sparkfleet_gpu_up", [], 0)]
             for metric, extra, value in samples:
                 by_metric[metric].append((base + extra, value))
+        return self._exposition(by_metric)
+
+    @staticmethod
+    def _exposition(by_metric):
         lines = []
         for name, kind, help_text in METRICS:
             if not by_metric[name]:

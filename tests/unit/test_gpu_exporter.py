@@ -247,7 +247,7 @@ def test_an_xid_event_increments_its_gpus_counter(recorded, collector_for):
     collector = collector_for(recorded)
     assert "sparkfleet_gpu_xid_errors_total" not in collector.collect()
     collector.nvml.events = [(1, 0x8, 79), (1, 0x8, 79), (0, 0x8, 48)]
-    assert [collector.poll_events(0) for _ in range(4)] == [True, True, True, False]
+    assert [collector.poll_events(0) for _poll in range(4)] == [True, True, True, False]
     text = collector.collect()
     assert f'sparkfleet_gpu_xid_errors_total{{{G0},xid="48"}} 1\n' in text
     assert f'sparkfleet_gpu_xid_errors_total{{{G1},xid="79"}} 2\n' in text
@@ -363,7 +363,7 @@ class _UnixHTTPServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer
     daemon_threads = True
 
     def get_request(self):
-        request, _ = super().get_request()
+        request, _client = super().get_request()
         return request, ("docker", 0)
 
 
@@ -435,7 +435,7 @@ def test_the_server_asks_for_a_login_when_given_a_password_file(served, tmp_path
     base = served(str(password_file))
     assert _get(base + "/metrics")[0] == 401
     assert _get(base + "/metrics", "prometheus:wrong")[0] == 401
-    status, _, body = _get(base + "/metrics", "prometheus:s3cret")
+    status, _headers, body = _get(base + "/metrics", "prometheus:s3cret")
     assert (status, body) == (200, EXPECTED_TWO_GPUS)
 
 
@@ -509,10 +509,10 @@ def test_a_gpu_whose_uuid_cannot_be_read_is_up_0(recorded, collector_for):
 def test_scrapes_side_by_side_each_get_the_whole_exposition(served):
     base = served()
     results = []
-    threads = [threading.Thread(target=lambda: results.append(_get(base + "/metrics"))) for _ in range(8)]
+    threads = [threading.Thread(target=lambda: results.append(_get(base + "/metrics"))) for _scrape in range(8)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
-    assert [status for status, _, _ in results] == [200] * 8
-    assert all(body == EXPECTED_TWO_GPUS for _, _, body in results)
+    assert [status for status, _headers, _body in results] == [200] * 8
+    assert all(body == EXPECTED_TWO_GPUS for _status, _headers, body in results)

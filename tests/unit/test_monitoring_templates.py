@@ -11,7 +11,6 @@ import subprocess
 import threading
 import time
 
-import pytest
 import yaml
 
 from conftest import RoleRenderer, debian_tool, facts
@@ -144,7 +143,7 @@ FS = 'node_filesystem_{kind}_bytes{{job="node",host="{host}",mountpoint="/",fsty
 
 def test_promtool_runs_the_alerts_on_recorded_series(tmp_path):
     tool = promtool()
-    _, rules = _write_rendered(tmp_path, monitoring())
+    _config, rules = _write_rendered(tmp_path, monitoring())
     node_w1 = {"job": "node", "host": "w1", "severity": "critical"}
     disk_labels = {"job": "node", "host": "w1", "mountpoint": "/", "fstype": "ext4", "device": "/dev/sda1",
                    "severity": "warning"}
@@ -206,7 +205,8 @@ def test_promtool_runs_the_alerts_on_recorded_series(tmp_path):
                         "severity": "critical"},
                         "exp_annotations": {"summary": "GPU 0 on w2 has uncorrectable ECC errors"}}]),
                     _alert_test("10m", "NotebooksPending", []),
-                    _alert_test("16m", "NotebooksPending", [{"exp_labels": {"job": "docker", "severity": "warning"},
+                    _alert_test("16m", "NotebooksPending", [{
+                        "exp_labels": {"job": "docker", "severity": "warning"},
                         "exp_annotations": {"summary": "1 Swarm task(s) pending: no node has the GPU shares, cores or memory they ask for"}}]),
                 ],
             },

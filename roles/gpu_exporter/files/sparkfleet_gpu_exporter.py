@@ -427,7 +427,7 @@ def make_handler(collector, password_file=None):
             if not header.startswith("Basic "):
                 return False
             try:
-                user, _, password = base64.b64decode(header[6:]).decode("utf-8").partition(":")
+                user, _sep, password = base64.b64decode(header[6:]).decode("utf-8").partition(":")
                 with open(password_file, "r", encoding="utf-8") as handle:
                     return any(check_password(line, user, password) for line in handle if line.strip())
             except (ValueError, OSError):
@@ -460,7 +460,7 @@ def make_handler(collector, password_file=None):
 
 
 def _address(text):
-    host, _, port = text.rpartition(":")
+    host, _sep, port = text.rpartition(":")
     return host.strip("[]"), int(port)
 
 

@@ -31,6 +31,25 @@ def debian_tool(name, package):
     return path
 
 
+def write_nginx_conf(tmp_path, http_body):
+    """nginx.conf for a foreground nginx of a test in tmp_path (its pid, log and temp directories
+    there), with ``http_body`` inside its http block."""
+    for name in ("body", "proxy", "fastcgi", "uwsgi", "scgi"):
+        (tmp_path / name).mkdir()
+    (tmp_path / "nginx.conf").write_text(f"""
+daemon off;
+master_process off;
+pid {tmp_path}/nginx.pid;
+error_log {tmp_path}/error.log;
+events {{}}
+http {{
+    access_log off;
+    client_body_temp_path {tmp_path}/body; proxy_temp_path {tmp_path}/proxy; fastcgi_temp_path {tmp_path}/fastcgi;
+    uwsgi_temp_path {tmp_path}/uwsgi; scgi_temp_path {tmp_path}/scgi;
+{http_body}}}
+""")
+
+
 def load_plugin(kind, name):
     path = ROOT / "plugins" / kind / f"{name}.py"
     spec = importlib.util.spec_from_file_location(f"sparkfleet_{kind}_{name}", path)

@@ -15,7 +15,7 @@ import time
 import pytest
 import yaml
 
-from conftest import RoleRenderer, debian_tool
+from conftest import RoleRenderer, debian_tool, write_nginx_conf
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
@@ -239,24 +239,12 @@ def nginx_fixture(tmp_path):
     (tmp_path / "htpasswd").write_text(content)
     (tmp_path / "livy.conf").write_text(renderer.render("nginx-livy.conf.j2", "m1"))
     (tmp_path / "gateway.conf").write_text(renderer.render("ui-gateway-livy.conf.j2", "m1"))
-    for name in ("body", "proxy", "fastcgi", "uwsgi", "scgi"):
-        (tmp_path / name).mkdir()
-    (tmp_path / "nginx.conf").write_text(f"""
-daemon off;
-master_process off;
-pid {tmp_path}/nginx.pid;
-error_log {tmp_path}/error.log;
-events {{}}
-http {{
-    access_log off;
-    client_body_temp_path {tmp_path}/body; proxy_temp_path {tmp_path}/proxy; fastcgi_temp_path {tmp_path}/fastcgi;
-    uwsgi_temp_path {tmp_path}/uwsgi; scgi_temp_path {tmp_path}/scgi;
+    write_nginx_conf(tmp_path, f"""\
     include {tmp_path}/livy.conf;
     server {{
         listen 127.0.0.1:{gateway_port};
         include {tmp_path}/gateway.conf;
     }}
-}}
 """)
     process = subprocess.Popen([binary, "-p", str(tmp_path), "-c", str(tmp_path / "nginx.conf")],  # pylint: disable=consider-using-with
                                stderr=subprocess.PIPE)

@@ -13,7 +13,7 @@ import time
 
 import yaml
 
-from conftest import RoleRenderer, debian_tool, facts
+from conftest import RoleRenderer, debian_tool, write_nginx_conf, facts
 
 CLUSTER = {"spark_masters": ["m1"], "spark_workers": ["w1", "w2"], "gpu_workers": ["w2"], "hub": ["hub1"],
            "swarm_managers": ["hub1"], "swarm_workers": ["w1", "w2"], "notebook": ["nb1"]}
@@ -309,18 +309,7 @@ def test_the_real_nginx_serves_the_metrics_with_the_login_and_the_uis_under_thei
                           __monitoring_tls={"certificate": str(tmp_path / "m.crt"), "key": str(tmp_path / "m.key")})
     (tmp_path / "metrics.conf").write_text(renderer.render("nginx-metrics.conf.j2", "m1"))
     (tmp_path / "locations.conf").write_text(renderer.render("ui-gateway-monitoring.conf.j2", "m1"))
-    for name in ("body", "proxy", "fastcgi", "uwsgi", "scgi"):
-        (tmp_path / name).mkdir()
-    (tmp_path / "nginx.conf").write_text(f"""
-daemon off;
-master_process off;
-pid {tmp_path}/nginx.pid;
-error_log {tmp_path}/error.log;
-events {{}}
-http {{
-    access_log off;
-    client_body_temp_path {tmp_path}/body; proxy_temp_path {tmp_path}/proxy; fastcgi_temp_path {tmp_path}/fastcgi;
-    uwsgi_temp_path {tmp_path}/uwsgi; scgi_temp_path {tmp_path}/scgi;
+    write_nginx_conf(tmp_path, f"""\
     include {tmp_path}/metrics.conf;
     # The gateway's server as ui_gateway renders it: the login for the whole server, then the locations.
     server {{
@@ -329,7 +318,6 @@ http {{
         auth_basic_user_file {tmp_path}/htpasswd;
         include {tmp_path}/locations.conf;
     }}
-}}
 """)
     process = subprocess.Popen([binary, "-p", str(tmp_path), "-c", str(tmp_path / "nginx.conf")],  # pylint: disable=consider-using-with
                                stderr=subprocess.PIPE)

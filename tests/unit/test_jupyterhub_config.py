@@ -229,7 +229,7 @@ def test_culler_off(secrets_dir):
 
 
 def test_prometheus_reads_the_metrics_with_a_token_of_its_own_and_nothing_more(secrets_dir):
-    c, text = load(secrets_dir, **SWARM_GITHUB, jupyterhub_idle_culler_enabled=False, monitoring_enabled=True)
+    c, text = load(secrets_dir, **SWARM_GITHUB, jupyterhub_idle_culler_enabled=False)
     hub = c.set("JupyterHub")
     assert hub["services"] == [{"name": "prometheus", "api_token": "prometheus-token-value"}]
     assert hub["load_roles"] == [{"name": "prometheus", "description": "Read the hub's metrics",
@@ -296,7 +296,7 @@ def test_local_pam_fat_master(secrets_dir):
     assert not {"DockerSpawner", "SwarmSpawner"} & set(c.sections)
     # Everything on the hub itself: the hub's API on loopback too.
     assert hub["hub_bind_url"] == "http://127.0.0.1:8081"
-    assert {s["name"] for s in hub["services"]} == {"jupyterhub-idle-culler"}
+    assert {s["name"] for s in hub["services"]} == {"jupyterhub-idle-culler", "prometheus"}
 
 
 def test_native_tls(secrets_dir):

@@ -23,12 +23,8 @@ HOSTVARS = {"m1": {"ansible_facts": facts(address="10.0.0.1")}, "w1": {"ansible_
 CA = {"pki_ca_file": "/usr/local/share/ca-certificates/sparkfleet-cluster-ca.crt"}
 
 
-# The layer is opt-in (cluster_defaults): these tests turn it on.
-ON = {"monitoring_enabled": True}
-
-
 def monitoring(groups=None, **extra):
-    return RoleRenderer("monitoring", groups or CLUSTER, hostvars=HOSTVARS, extra={**CA, **ON, **extra})
+    return RoleRenderer("monitoring", groups or CLUSTER, hostvars=HOSTVARS, extra={**CA, **extra})
 
 
 def config(renderer=None, host="m1"):
@@ -226,7 +222,7 @@ def test_promtool_runs_the_alerts_on_recorded_series(tmp_path):
 # --- The owners' switches: each role turns its own metrics on with monitoring_enabled -------------
 
 def test_docker_metrics_listen_on_the_private_address_only_while_monitored():
-    docker = RoleRenderer("docker", CLUSTER, hostvars=HOSTVARS, extra=ON)
+    docker = RoleRenderer("docker", CLUSTER, hostvars=HOSTVARS)
     assert docker.value("__docker_metrics_settings", "w1") == {"metrics-addr": "10.0.0.2:9323"}
     off = RoleRenderer("docker", CLUSTER, hostvars=HOSTVARS, extra={"monitoring_enabled": False})
     assert off.value("__docker_metrics_settings", "w1") == {}
@@ -238,7 +234,7 @@ def test_the_monitoring_host_may_reach_the_spark_ui_ports():
         hostvars[host] = {"ansible_facts": {**hostvars[host]["ansible_facts"],
                                             "all_ipv4_addresses": [hostvars[host]["ansible_facts"]["default_ipv4"]["address"]]}}
     groups = {**CLUSTER, "monitoring": ["mon1"]}
-    allowed = RoleRenderer("ui_gateway", groups, hostvars=hostvars, extra=ON).value("__ui_gateway_allowed_v4", "w1")
+    allowed = RoleRenderer("ui_gateway", groups, hostvars=hostvars).value("__ui_gateway_allowed_v4", "w1")
     assert "10.0.0.7" in allowed and "10.0.0.2" in allowed
     off = RoleRenderer("ui_gateway", groups, hostvars=hostvars, extra={"monitoring_enabled": False})
     assert "10.0.0.7" not in off.value("__ui_gateway_allowed_v4", "w1")

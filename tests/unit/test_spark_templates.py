@@ -233,7 +233,7 @@ def test_ha_masters_log_in_to_zookeeper_with_a_jaas_file():
 
 
 def test_sparks_own_metrics_follow_the_monitoring_switch():
-    props = properties(render("spark-defaults.conf.j2", monitoring_enabled=True))
+    props = properties(render("spark-defaults.conf.j2"))
     assert props["spark.metrics.conf.*.sink.prometheusServlet.class"] == "org.apache.spark.metrics.sink.PrometheusServlet"
     assert props["spark.metrics.conf.*.sink.prometheusServlet.path"] == "/metrics/prometheus"
     assert props["spark.metrics.conf.master.sink.prometheusServlet.path"] == "/metrics/master/prometheus"

@@ -158,7 +158,7 @@ bench: venv collections image ssh-key ## Benchmark lab clusters 1 master + N wor
 status: venv ## One table: hosts, groups, reachable, Spark worker, GPUs, Swarm, services, what is wrong.
 	ansible-playbook playbooks/status.yml
 
-# An admin's hub API token (scopes list:users, read:users:groups) in SPARKFLEET_HUB_TOKEN; a period with
+# The hub is asked with its gpu-hours service's token (or an admin's in SPARKFLEET_HUB_TOKEN); a period with
 # GPU_HOURS_ARGS="-e gpu_hours_since=2026-11-01T00:00:00Z -e gpu_hours_until=2026-12-01T00:00:00Z".
 gpu-hours: venv ## GPU-hours per hub user, group and service from the Swarm's and the hub's records.
 	ansible-playbook playbooks/gpu_hours.yml $(GPU_HOURS_ARGS)

@@ -59,7 +59,8 @@ def render(name, **overrides):
 @pytest.fixture()
 def secrets_dir(tmp_path):
     for name, value in {"cookie_secret": "ab" * 32, "proxy_auth_token": "proxy-token-value",
-                        "github_client_secret": "github-secret-value", "prometheus_token": "prometheus-token-value"}.items():
+                        "github_client_secret": "github-secret-value", "prometheus_token": "prometheus-token-value",
+                        "gpu_hours_token": "gpu-hours-token-value"}.items():
         (tmp_path / name).write_text(value + "\n")
     return tmp_path
 
@@ -210,13 +211,13 @@ def test_swarm_github_seed(secrets_dir):
 def test_culler_service_has_only_the_scopes_it_needs(secrets_dir):
     c, _text = load(secrets_dir, **SWARM_GITHUB, jupyterhub_idle_culler_timeout=1800, jupyterhub_idle_culler_every=60)
     hub = c.set("JupyterHub")
-    (service,) = [s for s in hub["services"] if s["name"] != "prometheus"]
+    (service,) = [s for s in hub["services"] if s["name"] not in ("prometheus", "gpu-hours")]
     assert service["name"] == "jupyterhub-idle-culler"
     assert service["command"][:3] == ["/opt/jupyterhub/venv/bin/python3", "-m", "jupyterhub_idle_culler"]
     assert "--timeout=1800" in service["command"]
     assert "--cull-every=60" in service["command"]
     assert "api_token" not in service and "admin" not in service
-    (role,) = [r for r in hub["load_roles"] if r["name"] != "prometheus"]
+    (role,) = [r for r in hub["load_roles"] if r["name"] not in ("prometheus", "gpu-hours")]
     assert role["services"] == ["jupyterhub-idle-culler"]
     assert set(role["scopes"]) == CULLER_SCOPES
     assert not any(s.startswith("admin") for s in role["scopes"])
@@ -224,21 +225,30 @@ def test_culler_service_has_only_the_scopes_it_needs(secrets_dir):
 
 def test_culler_off(secrets_dir):
     c, _text = load(secrets_dir, **SWARM_GITHUB, jupyterhub_idle_culler_enabled=False, monitoring_enabled=False)
-    assert "services" not in c.set("JupyterHub")
-    assert "load_roles" not in c.set("JupyterHub")
+    assert {s["name"] for s in c.set("JupyterHub")["services"]} == {"gpu-hours"}
+    assert {r["name"] for r in c.set("JupyterHub")["load_roles"]} == {"gpu-hours"}
+
+
+def test_the_gpu_hours_report_lists_users_and_groups_and_nothing_more(secrets_dir):
+    c, text = load(secrets_dir, **SWARM_GITHUB, jupyterhub_idle_culler_enabled=False, monitoring_enabled=False)
+    hub = c.set("JupyterHub")
+    assert hub["services"] == [{"name": "gpu-hours", "api_token": "gpu-hours-token-value"}]
+    assert hub["load_roles"] == [{"name": "gpu-hours", "description": "List the users and their groups for the GPU-hours report",
+                                  "scopes": ["list:users", "read:users:groups"], "services": ["gpu-hours"]}]
+    assert "gpu-hours-token-value" not in text
 
 
 def test_prometheus_reads_the_metrics_with_a_token_of_its_own_and_nothing_more(secrets_dir):
     c, text = load(secrets_dir, **SWARM_GITHUB, jupyterhub_idle_culler_enabled=False)
     hub = c.set("JupyterHub")
-    assert hub["services"] == [{"name": "prometheus", "api_token": "prometheus-token-value"}]
-    assert hub["load_roles"] == [{"name": "prometheus", "description": "Read the hub's metrics",
-                                  "scopes": ["read:metrics"], "services": ["prometheus"]}]
+    assert [s for s in hub["services"] if s["name"] == "prometheus"] == [{"name": "prometheus", "api_token": "prometheus-token-value"}]
+    assert [r for r in hub["load_roles"] if r["name"] == "prometheus"] == [
+        {"name": "prometheus", "description": "Read the hub's metrics", "scopes": ["read:metrics"], "services": ["prometheus"]}]
     assert "prometheus-token-value" not in text
     # Not monitored: no such service, and its token is not read.
     (secrets_dir / "prometheus_token").unlink()
     c, _text = load(secrets_dir, **SWARM_GITHUB, monitoring_enabled=False)
-    assert {s["name"] for s in c.set("JupyterHub")["services"]} == {"jupyterhub-idle-culler"}
+    assert {s["name"] for s in c.set("JupyterHub")["services"]} == {"jupyterhub-idle-culler", "gpu-hours"}
 
 
 def test_swarm_without_gpu_reserves_nothing(secrets_dir):
@@ -296,7 +306,7 @@ def test_local_pam_fat_master(secrets_dir):
     assert not {"DockerSpawner", "SwarmSpawner"} & set(c.sections)
     # Everything on the hub itself: the hub's API on loopback too.
     assert hub["hub_bind_url"] == "http://127.0.0.1:8081"
-    assert {s["name"] for s in hub["services"]} == {"jupyterhub-idle-culler", "prometheus"}
+    assert {s["name"] for s in hub["services"]} == {"jupyterhub-idle-culler", "prometheus", "gpu-hours"}
 
 
 def test_native_tls(secrets_dir):

@@ -91,7 +91,9 @@ def _check_gate(play, where):
     assert checks["loop_control"]["loop_var"] == "__sparkfleet_role", where
     assert checks["tags"] == ["always"] and check["apply"]["tags"] == ["always"], where
     listed = gate["sparkfleet.cluster.applied_state"]["roles"]
-    listed = listed if isinstance(listed, list) else [n for n in ROLE_NAMES if f"'{n}'" in listed]
+    # A list, or an expression naming them: in the order it names them.
+    listed = listed if isinstance(listed, list) else sorted((n for n in ROLE_NAMES if f"'{n}'" in listed),
+                                                            key=lambda n: listed.index(f"'{n}'"))
     included = []
     for task in includes:
         role = task["ansible.builtin.include_role"]["name"].removeprefix("sparkfleet.cluster.")

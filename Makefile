@@ -155,7 +155,7 @@ lab: venv collections image ssh-key ## Local lab: 1 master + 2 workers + a hub (
 bench: venv collections image ssh-key ## Benchmark lab clusters 1 master + N workers, tuned vs defaults (BENCH_ARGS="2 4 8"); replaces the lab.
 	bench/run $(BENCH_ARGS)
 
-status: venv ## One table: hosts, groups, reachable, Spark worker, GPUs, Swarm, services, what is wrong.
+status: venv ## One table: hosts, groups, reachable, Spark worker, GPUs, Swarm, services, what is wrong; alerts.
 	ansible-playbook playbooks/status.yml
 
 # The hub is asked with its gpu-hours service's token (or an admin's in SPARKFLEET_HUB_TOKEN); a period with

@@ -1,6 +1,7 @@
 """What the roles trust to sign packages: apt keys pinned by fingerprint (the platform role's apt_key
-entry point, one route for the docker and nvidia_container_toolkit roles) and NVIDIA's cuda-keyring
-package pinned by checksum (through the download role), never on the distro methods' paths.
+entry point, one route for the docker, nvidia_container_toolkit and monitoring (Grafana) roles) and
+NVIDIA's cuda-keyring package pinned by checksum (through the download role), never on the distro
+methods' paths.
 
 The check itself (plugins/filter/openpgp.py) is tested on real keys in
 tests/unit/plugins/filter/test_openpgp.py; these tests hold the roles to using it."""
@@ -20,9 +21,12 @@ from conftest import ROOT, RoleRenderer, facts
 PUBLISHED = {  # The fingerprints the vendors' install documentation prints.
     ("docker", "docker_repo_gpg_key_fingerprints"): "9DC858229FC7DD38854AE2D88D81803C0EBFCD88",
     ("nvidia_container_toolkit", "nvidia_container_toolkit_gpg_key_fingerprints"): "C95B321B61E88C1809C4F759DDCAE044F796ECB0",
+    # Grafana's apt.grafana.com page since its 2023-08-24 rotation (the same primary key after its 2025 expiry extension).
+    ("monitoring", "monitoring_grafana_gpg_key_fingerprints"): "B53AE77BADB630A683046005963FA27710458545",
 }
 KEY_ROLES = {"docker": ("repository.yml", "docker_repo_gpg_key"),
-             "nvidia_container_toolkit": ("install.yml", "nvidia_container_toolkit_gpg_key")}
+             "nvidia_container_toolkit": ("install.yml", "nvidia_container_toolkit_gpg_key"),
+             "monitoring": ("grafana.yml", "monitoring_grafana_gpg_key")}
 
 
 def _tasks(path):

@@ -6,6 +6,7 @@ import base64
 import datetime
 import http.client
 import ipaddress
+import json
 import ssl
 import threading
 
@@ -16,7 +17,8 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from conftest import load_plugin
-from test_gpu_exporter import EXPECTED_TWO_GPUS, collector_for, exporter, recorded  # noqa: F401 (fixtures)
+from test_gpu_exporter import (EXPECTED_TWO_GPUS, FIXTURES, NOTEBOOK_CONTAINER, NOTEBOOK_CONTAINER_ID, USERS, FakeDocker,
+                               exporter, fake_proc, fake_pynvml)
 
 htpasswd_entry = load_plugin("modules", "htpasswd_entry")
 
@@ -50,13 +52,22 @@ def password_file(tmp_path):
     return path
 
 
+def collector(tmp_path):
+    """test_gpu_exporter's recorded two-GPU host: a notebook and a Spark executor on GPU 0."""
+    holders = exporter.Holders(FakeDocker({NOTEBOOK_CONTAINER_ID: NOTEBOOK_CONTAINER}),
+                               proc_root=str(fake_proc(tmp_path / "proc")), user_name=USERS.get)
+    made = exporter.Collector(fake_pynvml(json.loads((FIXTURES / "nvml_t4_x2.json").read_text())), "gpu-worker-1", holders)
+    made.start()
+    return made
+
+
 @pytest.fixture
-def serve(recorded, collector_for, certificate, password_file):
+def serve(tmp_path, certificate, password_file):
     servers = []
 
     def start(*extra):
         argv = ["--listen", "127.0.0.1:0", "--host", "gpu-worker-1", *extra]
-        server = exporter.build_server(exporter.parse_args(argv), collector_for(recorded))
+        server = exporter.build_server(exporter.parse_args(argv), collector(tmp_path))
         threading.Thread(target=server.serve_forever, daemon=True).start()
         servers.append(server)
         return server.server_address[1]

@@ -87,5 +87,5 @@ def test_the_exporter_is_asked_over_tls_with_the_login_and_without_it():
     anonymous = ask.string(TASKS["Verify GPU | Ask the GPU exporter without the login."]["ansible.builtin.uri"])
     assert anonymous["status_code"] == [401] and "url_username" not in anonymous and anonymous["ca_path"] == SECURED["ca"]
     login = TASKS["Verify GPU | Read the scrape account's password."]
-    assert login["ansible.builtin.include_role"] == {"name": "sparkfleet.cluster.gpu_exporter", "tasks_from": "scrape_login",
-                                                      "public": True}
+    wanted = {"name": "sparkfleet.cluster.gpu_exporter", "tasks_from": "scrape_login", "public": True}
+    assert login["ansible.builtin.include_role"] == wanted

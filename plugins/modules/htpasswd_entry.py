@@ -7,18 +7,18 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 module: htpasswd_entry
-short_description: The bcrypt htpasswd line of one account, keeping the file's hash while it matches
+short_description: The htpasswd line of one account (bcrypt or PBKDF2), keeping the file's hash while it matches
 version_added: 0.1.0
 description:
-  - 'Returns the line C(<name>:<bcrypt hash>) of O(name) with O(password): the one O(path) already holds for O(name)
-    when its hash is a bcrypt hash of O(password), else one with a new hash (a random salt, cost 12). The same
+  - 'Returns the line C(<name>:<hash>) of O(name) with O(password): the one O(path) already holds for O(name)
+    when its hash is a hash of O(password) in O(scheme), else one with a new hash (a random salt). The same
     password therefore gives the same line on every run.'
   - 'Changes nothing. Write the line with C(ansible.builtin.copy) (with C(backup), so that the previous file can be
     put back, for example by the service role''s C(service_revert_files)); unlike C(community.general.htpasswd),
     which writes the file itself and keeps no copy.'
   - A missing O(path) holds no account. Run it with C(no_log), as the line checks the password.
 requirements:
-  - bcrypt (Debian's python3-bcrypt) on the host
+  - bcrypt (Debian's python3-bcrypt) on the host, for O(scheme=bcrypt)
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
 attributes:
@@ -44,6 +44,14 @@ options:
       - Its password.
     type: str
     required: true
+  scheme:
+    description:
+      - C(bcrypt) (cost 12), what the Prometheus exporters' web configuration, nginx and the registry read.
+      - 'C(pbkdf2-sha256), C(pbkdf2-sha256$<iterations>$<salt>$<hash>) (base64, a 16-byte random salt), what
+        sparkfleet''s GPU exporter reads: the standard library checks it, no bcrypt needed on the host.'
+    type: str
+    choices: [bcrypt, pbkdf2-sha256]
+    default: bcrypt
 seealso:
   - module: community.general.htpasswd
 author:
@@ -66,11 +74,20 @@ EXAMPLES = r"""
     mode: "0640"
     backup: true
   no_log: true
+
+- name: The GPU exporter's scrape account (PBKDF2, which its standard library checks)
+  sparkfleet.cluster.htpasswd_entry:
+    path: /opt/sparkfleet/gpu-exporter/scrape.passwd
+    name: prometheus
+    password: "{{ scrape_password }}"
+    scheme: pbkdf2-sha256
+  register: entry
+  no_log: true
 """
 
 RETURN = r"""
 line:
-  description: C(<name>:<bcrypt hash>), without a newline.
+  description: C(<name>:<hash>), without a newline.
   returned: success
   type: str
   sample: "sparkfleet:$2b$12$0Q9Xy8bK0Vq3iQy5Jf6r9e0q3L1m4X5yYk3t9m3b2c1a0Zx9w8v7u"
@@ -80,6 +97,9 @@ kept:
   type: bool
 """
 
+import base64
+import hashlib
+import hmac
 import os
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
@@ -93,6 +113,10 @@ except ImportError:
     HAS_BCRYPT = False
 
 BCRYPT_PREFIXES = ("$2a$", "$2b$", "$2y$")
+PBKDF2_PREFIX = "pbkdf2-sha256$"
+# The exporters' passwords are cluster secrets of 64 random characters: the hash's cost guards
+# little there, and it is paid at every scrape.
+PBKDF2_ITERATIONS = 100000
 
 
 def current_hash(text, name):
@@ -102,6 +126,39 @@ def current_hash(text, name):
         if sep and user == name:
             return hashed.strip()
     return None
+
+
+class Pbkdf2:
+    """``pbkdf2-sha256$<iterations>$<salt b64>$<hash b64>`` with bcrypt's calls (the standard library's PBKDF2)."""
+
+    @staticmethod
+    def hashpw(password, salt=None, iterations=PBKDF2_ITERATIONS):
+        salt = os.urandom(16) if salt is None else salt
+        digest = hashlib.pbkdf2_hmac("sha256", password, salt, iterations)
+        return "%s%d$%s$%s" % (PBKDF2_PREFIX, iterations, to_text(base64.b64encode(salt)), to_text(base64.b64encode(digest)))
+
+    @staticmethod
+    def checkpw(password, hashed):
+        """Whether ``hashed`` is a hash of ``password``; ValueError when it is malformed."""
+        try:
+            iterations, salt, digest = to_text(hashed)[len(PBKDF2_PREFIX):].split("$")
+            expected = base64.b64decode(digest, validate=True)
+            actual = hashlib.pbkdf2_hmac("sha256", password, base64.b64decode(salt, validate=True), int(iterations))
+        except (TypeError, ValueError) as exc:
+            raise ValueError("malformed pbkdf2-sha256 hash: %s" % exc)
+        return hmac.compare_digest(expected, actual)
+
+
+def pbkdf2_entry(name, password, existing):
+    """(line, kept) of scheme pbkdf2-sha256: ``existing`` when it is a hash of ``password``, else a new hash."""
+    secret = to_bytes(password)
+    if existing and existing.startswith(PBKDF2_PREFIX):
+        try:
+            if Pbkdf2.checkpw(secret, existing):
+                return "%s:%s" % (name, existing), True
+        except ValueError:
+            pass  # a damaged hash: replaced below
+    return "%s:%s" % (name, Pbkdf2.hashpw(secret)), False
 
 
 def entry(name, password, existing, hasher):
@@ -122,10 +179,12 @@ def main():
             path=dict(type="path", required=True),
             name=dict(type="str", required=True),
             password=dict(type="str", required=True, no_log=True),
+            scheme=dict(type="str", default="bcrypt", choices=["bcrypt", "pbkdf2-sha256"]),
         ),
         supports_check_mode=True,
     )
-    if not HAS_BCRYPT:
+    scheme = module.params["scheme"]
+    if scheme == "bcrypt" and not HAS_BCRYPT:
         module.fail_json(msg=missing_required_lib("bcrypt (Debian's python3-bcrypt)"))
     path, name = module.params["path"], module.params["name"]
     if ":" in name or "\n" in name:
@@ -137,7 +196,10 @@ def main():
                 text = handle.read()
         except (IOError, OSError, UnicodeDecodeError) as exc:
             module.fail_json(msg="cannot read %s: %s" % (path, to_native(exc)))
-    line, kept = entry(name, module.params["password"], current_hash(text, name), bcrypt)
+    if scheme == "pbkdf2-sha256":
+        line, kept = pbkdf2_entry(name, module.params["password"], current_hash(text, name))
+    else:
+        line, kept = entry(name, module.params["password"], current_hash(text, name), bcrypt)
     module.exit_json(changed=False, line=line, kept=kept)
 
 

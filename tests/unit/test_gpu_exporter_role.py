@@ -11,9 +11,15 @@ from ansible.template import trust_as_template
 from conftest import ROOT, RoleRenderer, facts
 
 
+# The certificate's paths as the pki role publishes them (auth.yml keeps them as __gpu_exporter_tls).
+TLS = {"key": "/etc/ssl/sparkfleet/gpu-exporter.key", "certificate": "/etc/ssl/sparkfleet/gpu-exporter.crt",
+       "ca": "/usr/local/share/ca-certificates/sparkfleet-ca.crt", "changed": False}
+
+
 def exporter(**extra):
-    return RoleRenderer("gpu_exporter", {"gpu_workers": ["gpu-worker-1"]},
-                        hostvars={"gpu-worker-1": {"ansible_facts": facts(address="10.0.0.7")}}, extra=extra)
+    return RoleRenderer("gpu_exporter", {"gpu_workers": ["gpu-worker-1"], "spark_masters": ["master-1"]},
+                        hostvars={"gpu-worker-1": {"ansible_facts": facts(address="10.0.0.7")}},
+                        extra={"__gpu_exporter_tls": TLS, "pki_ca_file": TLS["ca"], **extra})
 
 
 def units(renderer):
@@ -32,14 +38,46 @@ def test_sparkfleets_exporter_listens_on_the_private_address():
     assert [name for name, unit in found.items() if unit["wanted"]] == ["sparkfleet-gpu-exporter"]
     argv = shlex.split(found["sparkfleet-gpu-exporter"]["exec_start"])
     assert argv == ["/opt/sparkfleet/gpu-exporter/venv/bin/python3", "-I", "/opt/sparkfleet/gpu-exporter/sparkfleet_gpu_exporter.py",
-                    "--listen", "10.0.0.7:9445", "--host", "gpu-worker-1", "--docker-socket", "/run/docker.sock"]
-    assert exporter().value("__gpu_exporter_url", "gpu-worker-1") == "http://10.0.0.7:9445/metrics"
+                    "--listen", "10.0.0.7:9445", "--host", "gpu-worker-1", "--docker-socket", "/run/docker.sock",
+                    "--tls-cert", TLS["certificate"], "--tls-key", TLS["key"],
+                    "--password-file", "/opt/sparkfleet/gpu-exporter/scrape.passwd"]
+    assert exporter().value("__gpu_exporter_url", "gpu-worker-1") == "https://10.0.0.7:9445/metrics"
+
+
+def test_the_exporter_asks_for_tls_and_the_login_by_default():
+    renderer = exporter()
+    assert renderer.value("gpu_exporter_auth", "gpu-worker-1") is True
+    assert renderer.value("__gpu_exporter_fact", "gpu-worker-1") == {
+        "kind": "sparkfleet", "url": "https://10.0.0.7:9445/metrics", "user": "prometheus", "ca": TLS["ca"]}
+    assert renderer.value("__gpu_exporter_tls_sans", "gpu-worker-1") == ["DNS:gpu-worker-1", "IP:10.0.0.7"]
+    applied = renderer.value("__gpu_exporter_applied", "gpu-worker-1")
+    assert "/opt/sparkfleet/gpu-exporter/scrape.passwd" in applied["files"]
+
+
+def test_without_auth_it_serves_plain_http_without_a_login():
+    renderer = exporter(gpu_exporter_auth=False)
+    argv = shlex.split(units(renderer)["sparkfleet-gpu-exporter"]["exec_start"])
+    assert not [arg for arg in argv if arg.startswith(("--tls", "--password"))]
+    assert renderer.value("__gpu_exporter_url", "gpu-worker-1") == "http://10.0.0.7:9445/metrics"
+    assert renderer.value("__gpu_exporter_fact", "gpu-worker-1") == {"kind": "sparkfleet", "url": "http://10.0.0.7:9445/metrics"}
+    # Monitoring off: no login by default either (nothing would scrape it).
+    assert exporter(monitoring_enabled=False).value("gpu_exporter_auth", "gpu-worker-1") is False
+
+
+@pytest.mark.parametrize("groups", [{"monitoring": ["mon-1"], "spark_masters": ["master-1"]}, {"spark_masters": ["master-1"]}])
+def test_the_scrape_password_is_read_from_the_monitoring_roles_holder(groups):
+    """The same cluster secret, from the same holder, as the monitoring role reads it."""
+    own = RoleRenderer("gpu_exporter", {"gpu_workers": ["gpu-worker-1"], **groups})
+    monitoring = RoleRenderer("monitoring", {"gpu_workers": ["gpu-worker-1"], **groups})
+    assert own.value("__gpu_exporter_scrape_holders", "gpu-worker-1") == [monitoring.value("__monitoring_server", "gpu-worker-1")]
+    assert own.value("__gpu_exporter_scrape_secret_name", "gpu-worker-1") == monitoring.value("__monitoring_scrape_secret_name", "gpu-worker-1")
 
 
 def test_an_ipv6_address_and_another_port():
     renderer = exporter(gpu_exporter_listen_address="fd00::7", gpu_exporter_port=19445)
     assert "--listen [fd00::7]:19445" in units(renderer)["sparkfleet-gpu-exporter"]["exec_start"]
-    assert renderer.value("__gpu_exporter_url", "gpu-worker-1") == "http://[fd00::7]:19445/metrics"
+    assert renderer.value("__gpu_exporter_url", "gpu-worker-1") == "https://[fd00::7]:19445/metrics"
+    assert "IP:fd00::7" in renderer.value("__gpu_exporter_tls_sans", "gpu-worker-1")
 
 
 def test_dcgm_replaces_it_pinned_by_digest_on_the_same_port():
@@ -51,6 +89,25 @@ def test_dcgm_replaces_it_pinned_by_digest_on_the_same_port():
     assert argv[argv.index("--gpus") + 1] == "all"
     assert re.fullmatch(r"nvcr\.io/nvidia/k8s/dcgm-exporter:[^@]+@sha256:[0-9a-f]{64}", argv[-1])
     assert found["sparkfleet-dcgm-exporter"]["after"] == ["docker.service"]
+
+
+def test_dcgm_exporter_gets_tls_and_the_login_through_its_web_configuration():
+    renderer = exporter(gpu_exporter_kind="dcgm")
+    argv = shlex.split(units(renderer)["sparkfleet-dcgm-exporter"]["exec_start"])
+    mounts = [argv[i + 1] for i, arg in enumerate(argv) if arg == "--volume"]
+    assert mounts == [TLS["certificate"] + ":/etc/sparkfleet-dcgm-exporter/tls.crt:ro",
+                      TLS["key"] + ":/etc/sparkfleet-dcgm-exporter/tls.key:ro",
+                      "/opt/sparkfleet/gpu-exporter/dcgm-web-config.yml:/etc/sparkfleet-dcgm-exporter/web-config.yml:ro"]
+    assert argv[argv.index("--env") + 1] == "DCGM_EXPORTER_WEB_CONFIG_FILE=/etc/sparkfleet-dcgm-exporter/web-config.yml"
+    assert argv.index("--env") < len(argv) - 1 and argv[-1].startswith("nvcr.io/")
+    hashed = exporter(gpu_exporter_kind="dcgm", __gpu_exporter_scrape_hash="$2b$12$" + "x" * 53)
+    config = yaml.safe_load(hashed.render("dcgm-web-config.yml.j2", "gpu-worker-1"))
+    assert config == {"tls_server_config": {"cert_file": "/etc/sparkfleet-dcgm-exporter/tls.crt",
+                                            "key_file": "/etc/sparkfleet-dcgm-exporter/tls.key", "min_version": "TLS12"},
+                      "basic_auth_users": {"prometheus": "$2b$12$" + "x" * 53}}
+    assert renderer.value("__gpu_exporter_applied", "gpu-worker-1")["packages"] == ["python3-bcrypt"]
+    plain = shlex.split(units(exporter(gpu_exporter_kind="dcgm", gpu_exporter_auth=False))["sparkfleet-dcgm-exporter"]["exec_start"])
+    assert "--volume" not in plain and "--env" not in plain
 
 
 @pytest.mark.parametrize("kind", ["sparkfleet", "dcgm"])

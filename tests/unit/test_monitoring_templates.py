@@ -64,6 +64,16 @@ def test_every_host_is_scraped_on_its_private_address_with_tls_and_a_login():
     assert jobs(conf)["nginx"]["basic_auth"] == node["basic_auth"]
 
 
+def test_the_gpu_exporter_is_scraped_with_tls_and_the_login():
+    gpu = jobs(config())["gpu"]
+    node = jobs(config())["node"]
+    assert targets(gpu) == {"w2": "10.0.0.3:9445"}
+    assert gpu["scheme"] == "https"
+    assert gpu["tls_config"] == node["tls_config"] == {"ca_file": CA["pki_ca_file"]}
+    assert gpu["basic_auth"] == node["basic_auth"]
+    assert gpu["basic_auth"] == {"username": "prometheus", "password_file": "/etc/prometheus/secrets/scrape_password"}
+
+
 def test_spark_docker_hub_and_gpu_targets_follow_the_inventory_groups():
     by_job = jobs(config())
     assert targets(by_job["spark_master"]) == {"m1": "10.0.0.1:8080"}

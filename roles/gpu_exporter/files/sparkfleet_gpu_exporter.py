@@ -4,7 +4,8 @@
 """sparkfleet's GPU exporter: each GPU's state from NVML, in Prometheus' text format.
 
 Served on GET /metrics at the address given with --listen (the host's private address: Prometheus
-scrapes it as job ``gpu``). Every sample carries the host and the GPU (index and UUID); per-process
+scrapes it as job ``gpu``), over HTTPS with --tls-cert/--tls-key (TLS 1.2 or later) and only to a
+login of --password-file (basic auth; anything else gets 401). Every sample carries the host and the GPU (index and UUID); per-process
 GPU memory also says what holds the GPU:
 
 ``notebook``        a container of a JupyterHub server (its environment names the hub user)
@@ -38,6 +39,7 @@ import os
 import pwd
 import re
 import socket
+import ssl
 import sys
 import threading
 
@@ -464,13 +466,59 @@ def _address(text):
     return host.strip("[]"), int(port)
 
 
-def main(argv=None):
+def tls_context(cert_file, key_file):
+    """The server's TLS settings: the certificate and key (from the cluster CA), TLS 1.2 or later."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    context.load_cert_chain(cert_file, key_file)
+    return context
+
+
+class _Server(http.server.ThreadingHTTPServer):
+    """HTTP, or HTTPS with ``tls``: the handshake runs in the request's own thread, so a client that
+    stalls it (or speaks plain HTTP) holds up no other scrape."""
+
+    tls = None
+    # A client that never finishes its handshake or request is dropped.
+    timeout_s = 30
+
+    def finish_request(self, request, client_address):
+        request.settimeout(self.timeout_s)
+        if self.tls is not None:
+            try:
+                request = self.tls.wrap_socket(request, server_side=True)
+            except (ssl.SSLError, OSError):
+                # No TLS (a plain HTTP request), an old protocol, a client gone: refused, no answer.
+                return
+        super().finish_request(request, client_address)
+
+
+def parse_args(argv=None):
     parser = argparse.ArgumentParser(description="sparkfleet's GPU exporter (NVML, Prometheus text format)")
     parser.add_argument("--listen", required=True, help="address:port to serve /metrics on (the host's private address)")
     parser.add_argument("--docker-socket", default="/run/docker.sock", help="the Docker engine's API socket ('' for none)")
     parser.add_argument("--password-file", default="", help="lines user:pbkdf2-sha256$<iterations>$<salt>$<hash>: basic auth")
+    parser.add_argument("--tls-cert", default="", help="the server's certificate (PEM, chain after it): serve HTTPS")
+    parser.add_argument("--tls-key", default="", help="its key (PEM)")
     parser.add_argument("--host", default=socket.gethostname(), help="the host label's value")
     args = parser.parse_args(argv)
+    if bool(args.tls_cert) != bool(args.tls_key):
+        parser.error("--tls-cert and --tls-key go together")
+    return args
+
+
+def build_server(args, collector):
+    """The server of ``args`` (parse_args) for ``collector``, bound and ready to serve."""
+    host, port = _address(args.listen)
+    attributes = {"address_family": socket.AF_INET6} if ":" in host else {}
+    if args.tls_cert:
+        attributes["tls"] = tls_context(args.tls_cert, args.tls_key)
+    server_class = type("Server", (_Server,), attributes)
+    return server_class((host, port), make_handler(collector, args.password_file or None))
+
+
+def main(argv=None):
+    args = parse_args(argv)
 
     import pynvml  # pylint: disable=import-outside-toplevel
 
@@ -481,11 +529,7 @@ def main(argv=None):
               file=sys.stderr, flush=True)
     stop = threading.Event()
     threading.Thread(target=collector.watch_events, args=(stop,), daemon=True, name="xid-events").start()
-    host, port = _address(args.listen)
-    server_class = http.server.ThreadingHTTPServer
-    if ":" in host:
-        server_class = type("IPv6Server", (http.server.ThreadingHTTPServer,), {"address_family": socket.AF_INET6})
-    server = server_class((host, port), make_handler(collector, args.password_file or None))
+    server = build_server(args, collector)
     try:
         server.serve_forever()
     finally:

@@ -90,3 +90,27 @@ def test_without_bcrypt_it_says_what_to_install(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(entry, "HAS_BCRYPT", False)
     code, result = run({"path": str(tmp_path / "h"), "name": "a", "password": "pw"}, capsys)
     assert code == 1 and "python3-bcrypt" in result["msg"]
+
+
+def test_pbkdf2_lines_need_no_bcrypt_and_are_kept_while_they_match(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(entry, "HAS_BCRYPT", False)
+    path = tmp_path / "passwd"
+    args = {"path": str(path), "name": "prometheus", "password": "s3cret", "scheme": "pbkdf2-sha256"}
+    code, first = run(args, capsys)
+    assert code == 0 and first["kept"] is False
+    user, hashed = first["line"].split(":", 1)
+    assert user == "prometheus" and hashed.startswith("pbkdf2-sha256$%d$" % entry.PBKDF2_ITERATIONS)
+    assert entry.Pbkdf2.checkpw(b"s3cret", hashed) and not entry.Pbkdf2.checkpw(b"wrong", hashed)
+    # A second run draws another salt, but the file's line still matches: it is kept.
+    assert run(args, capsys)[1]["line"] != first["line"]
+    path.write_text(first["line"] + "\n")
+    kept = run(args, capsys)[1]
+    assert (kept["changed"], kept["line"], kept["kept"]) == (False, first["line"], True)
+    code, changed = run({**args, "password": "new"}, capsys)
+    assert changed["kept"] is False and entry.Pbkdf2.checkpw(b"new", changed["line"].split(":", 1)[1])
+
+
+@pytest.mark.parametrize("existing", ["$2b$12$abc", "pbkdf2-sha256$x$abc$def", "pbkdf2-sha256$1000$!!$??", "pbkdf2-sha256$"])
+def test_a_damaged_or_bcrypt_hash_is_replaced_by_a_pbkdf2_one(existing):
+    line, kept = entry.pbkdf2_entry("prometheus", "pw", existing)
+    assert kept is False and entry.Pbkdf2.checkpw(b"pw", line.split(":", 1)[1])

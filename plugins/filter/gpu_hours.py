@@ -76,9 +76,11 @@ def _list(value, what):
 
 
 def _shares(task, kind):
-    """GPU shares of ``kind`` the Swarm gave the task: its assigned named resources (one per share)."""
+    """GPU shares of ``kind`` the Swarm gave the task: its assigned named resources (one per share).
+    The Engine API names them ``GenericResources`` on the task (Docker 20.10, recorded in the lab);
+    swarmkit's own name, ``AssignedGenericResources``, is read too."""
     count = 0
-    for resource in task.get("AssignedGenericResources") or []:
+    for resource in task.get("AssignedGenericResources") or task.get("GenericResources") or []:
         for spec_name in ("NamedResourceSpec", "DiscreteResourceSpec"):
             spec = resource.get(spec_name)
             if spec and spec.get("Kind") == kind:

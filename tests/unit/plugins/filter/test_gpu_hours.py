@@ -147,3 +147,12 @@ def test_the_report_as_a_table():
     ]
     with pytest.raises(AnsibleFilterError, match="expects the report"):
         hours.gpu_hours_table([])
+
+
+def test_the_engines_own_field_recorded_in_the_lab():
+    """Docker 20.10's GET /tasks (recorded in the lab, the environment cut to the hub user's name) names
+    the shares a task was given GenericResources: alice's notebook holds one, the network anchor none."""
+    recorded = json.loads((FIXTURES / "tasks_recorded_lab.json").read_text())
+    (entry,) = hours.gpu_task_usage([], recorded, [], now="2026-11-29T05:08:54Z")
+    assert (entry["user"], entry["shares"], entry["start"], entry["end"]) == ("alice", 1, "2026-11-29T04:08:54.670153Z", None)
+    assert hours.gpu_hours([entry], [], now="2026-11-29T05:08:54Z")["users"][0]["gpu_hours"] == pytest.approx(1.0, abs=1e-4)

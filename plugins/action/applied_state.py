@@ -59,6 +59,10 @@ NOT_INPUTS = frozenset((
     "ansible_play_name", "ansible_become", "ansible_become_user", "ansible_become_method",
 ))
 RUN_SCOPED = re.compile(r"\b(ansible_play_hosts|ansible_play_hosts_all|ansible_play_batch|play_hosts|ansible_limit)\b")
+# A value read from the host's local facts is what a role recorded there (the java role's JAVA_HOME):
+# a result, not an input. Its value also depends on whether the run's facts hold the local ones (a
+# cached gather of another subset has none), so it would make roles due that nothing changed.
+LOCAL_FACTS = re.compile(r"\bansible_local\b")
 # What a value may read besides the variables it names, the groups and the host's name: facts,
 # other hosts' variables, variables by computed name, lookups.
 DYNAMIC = re.compile(r"hostvars|\bvars\b|lookup\(|query\(|\bq\(|ansible_|\bnow\(")
@@ -224,6 +228,8 @@ class ActionModule(ActionBase):
             # A value that depends on which hosts this run targets (--limit, a replacement's run)
             # is not an input of what the role leaves on a host.
             if RUN_SCOPED.search(to_text(merged[name], errors="replace")):
+                continue
+            if LOCAL_FACTS.search(to_text(merged[name], errors="replace")):
                 continue
             if name.startswith("ansible_") and name not in ("ansible_host", "ansible_port", "ansible_user"):
                 continue

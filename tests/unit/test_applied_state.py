@@ -200,3 +200,22 @@ def test_a_file_whose_signature_is_recorded_is_not_read_again(host, action):
     assert module._files_state([conf], known)[0][conf] == "recorded-checksum"
     (host / "etc" / "app" / "app.conf").write_text("port = 3\n")
     assert module._files_state([conf], known)[0][conf] == module._sha1(conf)
+
+
+def test_what_a_role_recorded_in_the_local_facts_is_no_input(action):
+    """The java role records JAVA_HOME in the host's local facts; whether this run's facts hold them
+    (a cached gather of another subset has none) or the java role ran earlier in the run must not
+    make the roles after it due: sparkfleet_java_home is a result, not an input."""
+    import types  # pylint: disable=import-outside-toplevel
+    from ansible.parsing.dataloader import DataLoader  # pylint: disable=import-outside-toplevel
+    from ansible.template import Templar  # pylint: disable=import-outside-toplevel
+    task = types.SimpleNamespace(args={}, check_mode=False, async_val=0, action="sparkfleet.cluster.applied_state")
+    plugin = action.ActionModule(task, None, None, DataLoader(), Templar(loader=DataLoader()), None)
+    base = {"inventory_hostname": "m1", "groups": {"all": ["m1"], "spark_masters": ["m1"]}, "group_names": ["spark_masters"],
+            "hostvars": {"m1": {}}}
+    jdk = "/usr/lib/jvm/java-17-openjdk-amd64"
+    runs = [dict(base, ansible_local={}), dict(base, ansible_local={"sparkfleet_java": {"java_home": jdk}}),
+            dict(base, ansible_local={}, java_home=jdk)]
+    inputs = [plugin._inputs("monitoring", task_vars)[0] for task_vars in runs]
+    assert "sparkfleet_java_home" not in inputs[0]
+    assert inputs[0] == inputs[1] == inputs[2]

@@ -48,7 +48,8 @@ def main():
     seconds = float(sys.argv[2]) if len(sys.argv) > 2 else 5.0
     stop_file = sys.argv[3] if len(sys.argv) > 3 else ""
     rows = partitions * ROWS_PER_PARTITION
-    spark = SparkSession.builder.appName("sparkfleet-slow-sum").getOrCreate()
+    # A test running two of these tells them apart by name (tests/lab/autoscale.yml).
+    spark = SparkSession.builder.appName(os.environ.get("SPARKFLEET_APP_NAME", "sparkfleet-slow-sum")).getOrCreate()
     sc = spark.sparkContext
     flag_url = ""
     if stop_file:

@@ -156,12 +156,15 @@ def _number(host):
     return (int(match.group(1)) if match else -1, host)
 
 
-def _workers_needed(settings, d, free_cores, free_gpus):
-    """Workers to add for the demand d, after what the pool's ALIVE workers have free (a machine that
-    arrived since the last run serves the waiting work before more are asked for)."""
-    needs = [math.ceil(max(d["cores"] - free_cores, 0) / max(1, settings["cores_per_worker"]))]
+def _workers_needed(settings, d):
+    """Workers to add for the demand d. Every source counts only what found no room: a Spark
+    application WAITING where no ALIVE worker has one executor's cores, memory and GPUs free, YARN's
+    pending vcores, Swarm tasks pending with "no suitable node". So the pool's free cores are not
+    taken off again: free cores beside too little free memory are no room (the lab's workers, whose
+    one executor takes their memory). A machine added since the last run is an addition in flight."""
+    needs = [math.ceil(d["cores"] / max(1, settings["cores_per_worker"]))]
     if d["gpus"]:
-        needs.append(math.ceil(max(d["gpus"] - free_gpus, 0) / max(1, settings.get("gpus_per_worker") or 1)))
+        needs.append(math.ceil(d["gpus"] / max(1, settings.get("gpus_per_worker") or 1)))
     if d["shares"]:
         needs.append(math.ceil(d["shares"] / max(1, settings.get("gpu_shares_per_worker") or 1)))
     return max(needs)
@@ -207,9 +210,7 @@ def decide(pools, workers, demand, previous, now, add_timeout=1800, busy_nodes=N
         d = demand.get(pool, {"cores": 0, "gpus": 0, "shares": 0, "why": []})
         have = len(alive[pool])
         coming = pending.get(pool, 0)
-        members = [w for w in workers if w["pool"] == pool]
-        need = _workers_needed(settings, d, sum(w.get("free_cores", 0) for w in members),
-                               sum(w.get("free_gpus", 0) for w in members))
+        need = _workers_needed(settings, d)
         waiting = bool(d["why"])
         lo, hi = int(settings["min"]), int(settings["max"])
         add = max(need - coming, lo - have - coming, 0)

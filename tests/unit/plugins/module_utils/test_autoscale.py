@@ -109,7 +109,8 @@ def test_a_task_pending_for_another_reason_asks_for_nothing():
 
 
 def test_a_repeated_run_after_a_crash_adds_nothing_twice():
-    waiting = [dict(app("a", state="WAITING"), coresperexecutor=20)]
+    # Two applications whose one executor each takes a whole worker's cores; the only worker is full.
+    waiting = [dict(app(a, state="WAITING"), coresperexecutor=16) for a in ("a", "b")]
     m = master([worker("c-worker-1", used=16)], waiting)
     first, record = run(m)
     assert (first["worker"]["action"], first["worker"]["count"]) == ("add", 2)
@@ -117,13 +118,24 @@ def test_a_repeated_run_after_a_crash_adds_nothing_twice():
     again, record2 = run(m, previous=json.loads(json.dumps(record)), now=NOW + 60)
     assert again["worker"]["action"] == "none"
     assert again["worker"]["in_flight"] == 2
-    # One machine arrived (its 16 free cores count), one is still coming: still nothing added.
+    # One machine arrived (both applications fit there now), one is still coming: nothing added.
     m2 = master([worker("c-worker-1", used=16), worker("c-worker-2")], waiting)
     later, record3 = run(m2, previous=record2, now=NOW + 120)
     assert later["worker"]["action"] == "none" and later["worker"]["in_flight"] == 1
-    # Past the timeout the missing machine is asked for again: 20 cores wanted, 16 free.
-    late, _record = run(m2, previous=record3, now=NOW + 1800)
+    # Past the timeout the missing machine is asked for again: a runs on the new worker, b still waits.
+    m3 = master([worker("c-worker-1", used=16), worker("c-worker-2", used=16)], [dict(app("a"), cores=16), waiting[1]])
+    late, _record = run(m3, previous=record3, now=NOW + 1800)
     assert (late["worker"]["action"], late["worker"]["count"]) == ("add", 1)
+
+
+def test_free_cores_without_an_executors_memory_are_no_room():
+    """The lab's workers: a core free on each, but not the memory of one executor; the waiting
+    application asks for a machine."""
+    workers = [dict(worker(f"c-worker-{n}", cores=2, used=1), memoryfree=256) for n in (1, 2)]
+    waiting = [dict(app("w", state="WAITING"), coresperexecutor=1, memoryperexecutor=1792)]
+    by_pool, _record = run(master(workers, waiting))
+    assert (by_pool["worker"]["action"], by_pool["worker"]["count"]) == ("add", 1)
+    assert "is WAITING for room" in by_pool["worker"]["reason"]
 
 
 def test_a_dry_run_puts_nothing_in_flight():
@@ -190,8 +202,9 @@ def test_no_removal_while_work_waits_for_room():
     _seen, record = run(master(workers))
     waiting = [dict(app("a", state="WAITING"), memoryperexecutor=1024)]
     by_pool, _record = run(master(workers, waiting), previous=record, now=NOW + 3600)
+    # It wants a machine the pool's maximum does not allow, and nothing is removed.
     assert by_pool["worker"]["action"] == "none"
-    assert "WAITING for room" in by_pool["worker"]["reason"]
+    assert by_pool["worker"]["reason"] == "1 more wanted, but the pool is at its maximum 4"
 
 
 def test_an_application_that_fits_but_waits_asks_for_nothing():

@@ -49,7 +49,7 @@ def test_the_exporter_asks_for_tls_and_the_login_by_default():
     assert renderer.value("gpu_exporter_auth", "gpu-worker-1") is True
     assert renderer.value("__gpu_exporter_fact", "gpu-worker-1") == {
         "kind": "sparkfleet", "url": "https://10.0.0.7:9445/metrics", "user": "prometheus", "ca": TLS["ca"]}
-    assert renderer.value("__gpu_exporter_tls_sans", "gpu-worker-1") == ["DNS:gpu-worker-1", "IP:10.0.0.7"]
+    assert renderer.value("__gpu_exporter_tls_sans", "gpu-worker-1") == ["IP:10.0.0.7"]
     applied = renderer.value("__gpu_exporter_applied", "gpu-worker-1")
     assert "/opt/sparkfleet/gpu-exporter/scrape.passwd" in applied["files"]
 

@@ -348,3 +348,9 @@ def test_the_real_nginx_serves_the_metrics_with_the_login_and_the_uis_under_thei
         process.terminate()
         process.wait(timeout=10)
         upstream.shutdown()
+
+
+def test_the_exporters_certificate_names_addresses_only():
+    """A worker added after the cluster CA was made (scale.yml, the autoscaler) may have a name outside
+    the CA's name constraints; addresses are outside them, and Prometheus's targets are addresses."""
+    assert monitoring().value("__monitoring_tls_sans", "w1") == ["IP:10.0.0.2"]

@@ -2,11 +2,15 @@
 tests render what Ansible renders (RoleRenderer): a role's templates and variables, a playbook's
 expressions, as a play would for one host of an inventory."""
 
+import contextlib
 import importlib.util
 import os
 import pathlib
 import shutil
+import socket
+import subprocess
 import sys
+import time
 
 import pytest
 import yaml
@@ -48,6 +52,31 @@ http {{
     uwsgi_temp_path {tmp_path}/uwsgi; scgi_temp_path {tmp_path}/scgi;
 {http_body}}}
 """)
+
+
+def free_port():
+    """A TCP port on the loopback no one listens on now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@contextlib.contextmanager
+def running_nginx(binary, tmp_path, port):
+    """The foreground nginx of write_nginx_conf(tmp_path, ...), once it answers on ``port``; stopped after."""
+    process = subprocess.Popen([binary, "-p", str(tmp_path), "-c", str(tmp_path / "nginx.conf")],  # pylint: disable=consider-using-with
+                               stderr=subprocess.PIPE)
+    try:
+        for _attempt in range(100):
+            with socket.socket() as sock:
+                if sock.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            assert process.poll() is None, process.stderr.read().decode()
+            time.sleep(0.05)
+        yield process
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
 
 
 def load_plugin(kind, name):

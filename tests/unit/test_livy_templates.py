@@ -6,16 +6,14 @@ import http.client
 import http.server
 import pathlib
 import re
-import socket
 import ssl
 import subprocess
 import threading
-import time
 
 import pytest
 import yaml
 
-from conftest import RoleRenderer, debian_tool, write_nginx_conf
+from conftest import RoleRenderer, debian_tool, free_port, running_nginx, write_nginx_conf
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
@@ -182,12 +180,6 @@ def test_a_trailing_slash_in_the_path_is_dropped():
 
 # --- The rendered sites, run by a real nginx ----------------------------------------------------
 
-def _free_port():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 class _Recorder(http.server.BaseHTTPRequestHandler):
     """Livy's stand-in: records the request line's target and headers, answers 200."""
     seen = []
@@ -218,7 +210,7 @@ def nginx_fixture(tmp_path):
                     "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-days", "1",
                     "-keyout", str(tmp_path / "livy.key"), "-out", str(tmp_path / "livy.crt")],
                    check=True, capture_output=True)
-    port, gateway_port = _free_port(), _free_port()
+    port, gateway_port = free_port(), free_port()
     passwords = {"alice": "alice-pw", "bob": "bob-pw"}
     renderer = RoleRenderer("livy", CLUSTER, extra={
         "livy_bind_address": "127.0.0.1", "livy_port": port, "livy_internal_port": upstream.server_address[1],
@@ -246,20 +238,11 @@ def nginx_fixture(tmp_path):
         include {tmp_path}/gateway.conf;
     }}
 """)
-    process = subprocess.Popen([binary, "-p", str(tmp_path), "-c", str(tmp_path / "nginx.conf")],  # pylint: disable=consider-using-with
-                               stderr=subprocess.PIPE)
     try:
-        for _attempt in range(100):
-            with socket.socket() as sock:
-                if sock.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            assert process.poll() is None, process.stderr.read().decode()
-            time.sleep(0.05)
-        context = ssl.create_default_context(cafile=str(tmp_path / "livy.crt"))
-        yield {"port": port, "gateway_port": gateway_port, "context": context, "seen": _Recorder.seen}
+        with running_nginx(binary, tmp_path, port):
+            context = ssl.create_default_context(cafile=str(tmp_path / "livy.crt"))
+            yield {"port": port, "gateway_port": gateway_port, "context": context, "seen": _Recorder.seen}
     finally:
-        process.terminate()
-        process.wait(timeout=10)
         upstream.shutdown()
 
 

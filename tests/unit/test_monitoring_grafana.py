@@ -9,15 +9,13 @@ import http.client
 import http.server
 import json
 import re
-import socket
 import subprocess
 import threading
-import time
 
 import pytest
 import yaml
 
-from conftest import ROOT, RoleRenderer, debian_tool, write_nginx_conf
+from conftest import ROOT, RoleRenderer, debian_tool, free_port, running_nginx, write_nginx_conf
 from test_monitoring_templates import CLUSTER, monitoring
 
 SECRETS = {"__monitoring_grafana_admin_password": "pw#1;x", "__monitoring_grafana_secret_key": "key;2#y"}
@@ -189,12 +187,6 @@ class _Grafana(http.server.BaseHTTPRequestHandler):
         pass
 
 
-def _free_port():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def _get(port, path, headers=None):
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
     connection.request("GET", path, headers=headers or {})
@@ -211,7 +203,7 @@ def test_the_real_nginx_asks_the_login_and_names_only_the_user_it_let_in(tmp_pat
     hashed = subprocess.run(["openssl", "passwd", "-6", "-stdin"], input="gateway-pw", text=True, capture_output=True,
                             check=True).stdout.strip()
     (tmp_path / "htpasswd").write_text(f"admin:{hashed}\n")
-    gateway_port = _free_port()
+    gateway_port = free_port()
     renderer = grafana(monitoring_grafana_port=upstream.server_address[1])
     (tmp_path / "locations.conf").write_text(renderer.render("ui-gateway-monitoring.conf.j2", "m1"))
     write_nginx_conf(tmp_path, f"""\
@@ -226,37 +218,28 @@ def test_the_real_nginx_asks_the_login_and_names_only_the_user_it_let_in(tmp_pat
     checked = subprocess.run([binary, "-t", "-p", str(tmp_path), "-c", str(tmp_path / "nginx.conf")],
                              capture_output=True, text=True, check=False)
     assert checked.returncode == 0, checked.stderr
-    process = subprocess.Popen([binary, "-p", str(tmp_path), "-c", str(tmp_path / "nginx.conf")],  # pylint: disable=consider-using-with
-                               stderr=subprocess.PIPE)
     login = {"Authorization": "Basic " + base64.b64encode(b"admin:gateway-pw").decode()}
     try:
-        for _attempt in range(100):
-            with socket.socket() as sock:
-                if sock.connect_ex(("127.0.0.1", gateway_port)) == 0:
-                    break
-            assert process.poll() is None, process.stderr.read().decode()
-            time.sleep(0.05)
-        # Without the login, or with a user header of its own, nothing reaches Grafana.
-        assert _get(gateway_port, "/grafana/")[0] == 401
-        assert _get(gateway_port, "/grafana/api/live/ws", {"X-WEBAUTH-USER": "admin"})[0] == 401
-        bad = dict(login, Authorization=login["Authorization"][:-4] + "AAAA")
-        assert _get(gateway_port, "/grafana/api/dashboards", bad)[0] == 401
-        # With it, Grafana gets the path as it is and the user the login let in, not the client's header
-        # (in any case), nor the password.
-        for header in ("X-WEBAUTH-USER", "x-webauth-user"):
-            status, seen = _get(gateway_port, "/grafana/d/sparkfleet-cluster", {**login, header: "mallory",
-                                                                                "Host": "gw.example:8443"})
-            assert status == 200
-            assert seen["path"] == "/grafana/d/sparkfleet-cluster"
-            assert seen["X-WEBAUTH-USER"] == "admin" and seen["Authorization"] is None
-            assert seen["Host"] == "gw.example:8443" and seen["X-Forwarded-Proto"] == "https"
-        status, seen = _get(gateway_port, "/grafana/api/live/ws",
-                            {**login, "X-WEBAUTH-USER": "mallory", "Upgrade": "websocket", "Connection": "Upgrade"})
-        assert status == 200 and seen["X-WEBAUTH-USER"] == "admin" and seen["Authorization"] is None
-        assert (seen["Upgrade"], seen["Connection"]) == ("websocket", "upgrade")
+        with running_nginx(binary, tmp_path, gateway_port):
+            # Without the login, or with a user header of its own, nothing reaches Grafana.
+            assert _get(gateway_port, "/grafana/")[0] == 401
+            assert _get(gateway_port, "/grafana/api/live/ws", {"X-WEBAUTH-USER": "admin"})[0] == 401
+            bad = dict(login, Authorization=login["Authorization"][:-4] + "AAAA")
+            assert _get(gateway_port, "/grafana/api/dashboards", bad)[0] == 401
+            # With it, Grafana gets the path as it is and the user the login let in, not the client's header
+            # (in any case), nor the password.
+            for header in ("X-WEBAUTH-USER", "x-webauth-user"):
+                status, seen = _get(gateway_port, "/grafana/d/sparkfleet-cluster", {**login, header: "mallory",
+                                                                                    "Host": "gw.example:8443"})
+                assert status == 200
+                assert seen["path"] == "/grafana/d/sparkfleet-cluster"
+                assert seen["X-WEBAUTH-USER"] == "admin" and seen["Authorization"] is None
+                assert seen["Host"] == "gw.example:8443" and seen["X-Forwarded-Proto"] == "https"
+            status, seen = _get(gateway_port, "/grafana/api/live/ws",
+                                {**login, "X-WEBAUTH-USER": "mallory", "Upgrade": "websocket", "Connection": "Upgrade"})
+            assert status == 200 and seen["X-WEBAUTH-USER"] == "admin" and seen["Authorization"] is None
+            assert (seen["Upgrade"], seen["Connection"]) == ("websocket", "upgrade")
     finally:
-        process.terminate()
-        process.wait(timeout=10)
         upstream.shutdown()
 
 

@@ -5,15 +5,13 @@ the rendered configuration checked and the alert rules run against recorded seri
 import base64
 import http.client
 import http.server
-import socket
 import ssl
 import subprocess
 import threading
-import time
 
 import yaml
 
-from conftest import RoleRenderer, debian_tool, write_nginx_conf, facts
+from conftest import RoleRenderer, debian_tool, facts, free_port, running_nginx, write_nginx_conf
 
 CLUSTER = {"spark_masters": ["m1"], "spark_workers": ["w1", "w2"], "gpu_workers": ["w2"], "hub": ["hub1"],
            "swarm_managers": ["hub1"], "swarm_workers": ["w1", "w2"], "notebook": ["nb1"]}
@@ -279,12 +277,6 @@ class _Upstream(http.server.BaseHTTPRequestHandler):
         pass
 
 
-def _free_port():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def _get(port, path, auth=None, context=None):
     connection = (http.client.HTTPSConnection("127.0.0.1", port, context=context, timeout=10) if context
                   else http.client.HTTPConnection("127.0.0.1", port, timeout=10))
@@ -306,7 +298,7 @@ def test_the_real_nginx_serves_the_metrics_with_the_login_and_the_uis_under_thei
     hashed = subprocess.run(["openssl", "passwd", "-6", "-stdin"], input="scrape-pw", text=True, capture_output=True,
                             check=True).stdout.strip()
     (tmp_path / "htpasswd").write_text(f"prometheus:{hashed}\n")
-    metrics_port, status_port, gateway_port = _free_port(), _free_port(), _free_port()
+    metrics_port, status_port, gateway_port = free_port(), free_port(), free_port()
     renderer = monitoring(monitoring_listen_address="127.0.0.1", monitoring_nginx_metrics_port=metrics_port,
                           monitoring_nginx_status_port=status_port,
                           monitoring_nginx_exporter_port=upstream.server_address[1],
@@ -325,28 +317,19 @@ def test_the_real_nginx_serves_the_metrics_with_the_login_and_the_uis_under_thei
         include {tmp_path}/locations.conf;
     }}
 """)
-    process = subprocess.Popen([binary, "-p", str(tmp_path), "-c", str(tmp_path / "nginx.conf")],  # pylint: disable=consider-using-with
-                               stderr=subprocess.PIPE)
     try:
-        for _attempt in range(100):
-            with socket.socket() as sock:
-                if sock.connect_ex(("127.0.0.1", metrics_port)) == 0:
-                    break
-            assert process.poll() is None, process.stderr.read().decode()
-            time.sleep(0.05)
-        context = ssl.create_default_context(cafile=str(tmp_path / "m.crt"))
-        assert _get(metrics_port, "/metrics", context=context)[0] == 401
-        assert _get(metrics_port, "/metrics", "prometheus:wrong", context=context)[0] == 401
-        # The exporter gets the request, and not the login.
-        assert _get(metrics_port, "/metrics", "prometheus:scrape-pw", context=context) == (200, "/metrics -")
-        assert _get(metrics_port, "/other", "prometheus:scrape-pw", context=context)[0] == 404
-        status, body = _get(status_port, "/stub_status")
-        assert status == 200 and body.startswith("Active connections:")
-        assert _get(gateway_port, "/prometheus/graph")[0] == 401
-        assert _get(gateway_port, "/prometheus/graph", "prometheus:scrape-pw") == (200, "/prometheus/graph -")
+        with running_nginx(binary, tmp_path, metrics_port):
+            context = ssl.create_default_context(cafile=str(tmp_path / "m.crt"))
+            assert _get(metrics_port, "/metrics", context=context)[0] == 401
+            assert _get(metrics_port, "/metrics", "prometheus:wrong", context=context)[0] == 401
+            # The exporter gets the request, and not the login.
+            assert _get(metrics_port, "/metrics", "prometheus:scrape-pw", context=context) == (200, "/metrics -")
+            assert _get(metrics_port, "/other", "prometheus:scrape-pw", context=context)[0] == 404
+            status, body = _get(status_port, "/stub_status")
+            assert status == 200 and body.startswith("Active connections:")
+            assert _get(gateway_port, "/prometheus/graph")[0] == 401
+            assert _get(gateway_port, "/prometheus/graph", "prometheus:scrape-pw") == (200, "/prometheus/graph -")
     finally:
-        process.terminate()
-        process.wait(timeout=10)
         upstream.shutdown()
 
 

@@ -58,8 +58,13 @@ def test_every_host_is_scraped_on_its_private_address_with_tls_and_a_login():
     assert node["scheme"] == "https"
     assert node["tls_config"] == {"ca_file": CA["pki_ca_file"]}
     assert node["basic_auth"] == {"username": "prometheus", "password_file": "/etc/prometheus/secrets/scrape_password"}
-    assert targets(jobs(conf)["nginx"]) == {"m1": "10.0.0.1:9113", "hub1": "10.0.0.4:9113"}
-    assert jobs(conf)["nginx"]["basic_auth"] == node["basic_auth"]
+    # The Docker hosts run nginx to publish their engine's metrics; theirs is measured too.
+    assert targets(jobs(conf)["nginx"]) == {"m1": "10.0.0.1:9113", "hub1": "10.0.0.4:9113", "w1": "10.0.0.2:9113",
+                                            "w2": "10.0.0.3:9113"}
+    for job in ("nginx", "docker"):
+        assert jobs(conf)[job]["scheme"] == "https"
+        assert jobs(conf)[job]["tls_config"] == node["tls_config"]
+        assert jobs(conf)[job]["basic_auth"] == node["basic_auth"]
 
 
 def test_the_gpu_exporter_is_scraped_with_tls_and_the_login():
@@ -79,7 +84,7 @@ def test_spark_docker_hub_and_gpu_targets_follow_the_inventory_groups():
     assert by_job["spark_applications"]["metrics_path"] == "/metrics/applications/prometheus"
     assert targets(by_job["spark_worker"]) == {"w1": "10.0.0.2:8081", "w2": "10.0.0.3:8081"}
     assert by_job["spark_worker"]["metrics_path"] == "/metrics/prometheus"
-    assert targets(by_job["docker"]) == {"hub1": "10.0.0.4:9323", "w1": "10.0.0.2:9323", "w2": "10.0.0.3:9323"}
+    assert targets(by_job["docker"]) == {"hub1": "10.0.0.4:9324", "w1": "10.0.0.2:9324", "w2": "10.0.0.3:9324"}
     assert targets(by_job["gpu"]) == {"w2": "10.0.0.3:9445"}
     assert by_job["gpu"]["metrics_path"] == "/metrics"
     hub = by_job["jupyterhub"]
@@ -229,9 +234,9 @@ def test_promtool_runs_the_alerts_on_recorded_series(tmp_path):
 
 # --- The owners' switches: each role turns its own metrics on with monitoring_enabled -------------
 
-def test_docker_metrics_listen_on_the_private_address_only_while_monitored():
+def test_docker_metrics_listen_on_the_loopback_only_while_monitored():
     docker = RoleRenderer("docker", CLUSTER, hostvars=HOSTVARS)
-    assert docker.value("__docker_metrics_settings", "w1") == {"metrics-addr": "10.0.0.2:9323"}
+    assert docker.value("__docker_metrics_settings", "w1") == {"metrics-addr": "127.0.0.1:9323"}
     off = RoleRenderer("docker", CLUSTER, hostvars=HOSTVARS, extra={"monitoring_enabled": False})
     assert off.value("__docker_metrics_settings", "w1") == {}
 
@@ -298,14 +303,17 @@ def test_the_real_nginx_serves_the_metrics_with_the_login_and_the_uis_under_thei
     hashed = subprocess.run(["openssl", "passwd", "-6", "-stdin"], input="scrape-pw", text=True, capture_output=True,
                             check=True).stdout.strip()
     (tmp_path / "htpasswd").write_text(f"prometheus:{hashed}\n")
-    metrics_port, status_port, gateway_port = free_port(), free_port(), free_port()
+    metrics_port, status_port, gateway_port, docker_port = free_port(), free_port(), free_port(), free_port()
     renderer = monitoring(monitoring_listen_address="127.0.0.1", monitoring_nginx_metrics_port=metrics_port,
                           monitoring_nginx_status_port=status_port,
                           monitoring_nginx_exporter_port=upstream.server_address[1],
                           monitoring_prometheus_port=upstream.server_address[1],
+                          monitoring_docker_metrics_port=docker_port, docker_metrics_port=upstream.server_address[1],
                           __monitoring_nginx_htpasswd=str(tmp_path / "htpasswd"),
                           __monitoring_tls={"certificate": str(tmp_path / "m.crt"), "key": str(tmp_path / "m.key")})
-    (tmp_path / "metrics.conf").write_text(renderer.render("nginx-metrics.conf.j2", "m1"))
+    # The master is no Docker host: its site has no Docker server. The hub's has, beside nginx's.
+    assert f":{docker_port} ssl" not in renderer.render("nginx-metrics.conf.j2", "m1")
+    (tmp_path / "metrics.conf").write_text(renderer.render("nginx-metrics.conf.j2", "hub1"))
     (tmp_path / "locations.conf").write_text(renderer.render("ui-gateway-monitoring.conf.j2", "m1"))
     write_nginx_conf(tmp_path, f"""\
     include {tmp_path}/metrics.conf;
@@ -325,6 +333,11 @@ def test_the_real_nginx_serves_the_metrics_with_the_login_and_the_uis_under_thei
             # The exporter gets the request, and not the login.
             assert _get(metrics_port, "/metrics", "prometheus:scrape-pw", context=context) == (200, "/metrics -")
             assert _get(metrics_port, "/other", "prometheus:scrape-pw", context=context)[0] == 404
+            # The Docker engine's metrics (its loopback port) the same way.
+            assert _get(docker_port, "/metrics", context=context)[0] == 401
+            assert _get(docker_port, "/metrics", "prometheus:wrong", context=context)[0] == 401
+            assert _get(docker_port, "/metrics", "prometheus:scrape-pw", context=context) == (200, "/metrics -")
+            assert _get(docker_port, "/other", "prometheus:scrape-pw", context=context)[0] == 404
             status, body = _get(status_port, "/stub_status")
             assert status == 200 and body.startswith("Active connections:")
             assert _get(gateway_port, "/prometheus/graph")[0] == 401

@@ -210,6 +210,10 @@ class ActionModule(ActionBase):
         merged = self._role_vars(role, task_vars)
         templar = self._templar.copy_with_new_env(available_variables=merged)
         produced = _produced_names()
+        # A fact a module set during a run (getent's accounts, service_facts' units) is what the host
+        # is, not what the role is asked to make of it: its value depends on when the run read it
+        # and on what the fact cache kept. The host's state is the drift check's; FACTS, its size.
+        facts = task_vars.get("ansible_facts") or {}
         inputs = {"code": code[:16], "groups": _fingerprint(task_vars.get("groups", {})),
                   "group_names": _fingerprint(task_vars.get("group_names", [])),
                   "hosts": _fingerprint(self._peers(task_vars))}
@@ -230,6 +234,8 @@ class ActionModule(ActionBase):
             if RUN_SCOPED.search(to_text(merged[name], errors="replace")):
                 continue
             if LOCAL_FACTS.search(to_text(merged[name], errors="replace")):
+                continue
+            if name in facts:
                 continue
             if name.startswith("ansible_") and name not in ("ansible_host", "ansible_port", "ansible_user"):
                 continue

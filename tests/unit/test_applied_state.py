@@ -219,3 +219,34 @@ def test_what_a_role_recorded_in_the_local_facts_is_no_input(action):
     inputs = [plugin._inputs("monitoring", task_vars)[0] for task_vars in runs]
     assert "sparkfleet_java_home" not in inputs[0]
     assert inputs[0] == inputs[1] == inputs[2]
+
+
+def test_a_fact_a_module_set_is_no_input(action):
+    """The docker role reads the accounts from getent's facts: the value in this run's facts (none,
+    the cache's, or what a role's getent task read after it changed a group) must not make it due."""
+    import types  # pylint: disable=import-outside-toplevel
+    from ansible.parsing.dataloader import DataLoader  # pylint: disable=import-outside-toplevel
+    from ansible.template import Templar  # pylint: disable=import-outside-toplevel
+    task = types.SimpleNamespace(args={}, check_mode=False, async_val=0, action="sparkfleet.cluster.applied_state")
+    plugin = action.ActionModule(task, None, None, DataLoader(), Templar(loader=DataLoader()), None)
+    base = {"inventory_hostname": "w1", "groups": {"all": ["w1"], "swarm_workers": ["w1"]}, "group_names": ["swarm_workers"],
+            "hostvars": {"w1": {}}}
+
+    def read(members):
+        accounts = {"getent_passwd": {"admin": ["x", "1000"]}, "getent_group": {"docker": ["x", "999", members]}}
+        return dict(base, ansible_facts=accounts, **accounts)
+
+    runs = [base, read("admin"), read("admin,mallory")]
+    inputs = [plugin._inputs("docker", task_vars)[0] for task_vars in runs]
+    assert not {"getent_passwd", "getent_group"} & set(inputs[1])
+    assert inputs[0] == inputs[1] == inputs[2]
+
+
+def test_pki_does_not_track_the_directory_the_issuing_roles_write_into():
+    """The issue entry point writes each calling role's certificate into pki_cert_dir in a later
+    layer than pki's own: had pki declared that directory, every converge would leave it due."""
+    from conftest import RoleRenderer  # pylint: disable=import-outside-toplevel
+    pki = RoleRenderer("pki", {"spark_masters": ["m1"]})
+    issued = os.path.join(pki.value("pki_cert_dir", "m1"), "monitoring-exporter.crt")
+    files = pki.value("__pki_applied", "m1")["files"]
+    assert files and not [f for f in files if issued.startswith(f.rstrip("/") + "/")], files

@@ -241,8 +241,41 @@ def test_the_spark_worker_is_decommissioned_only_when_it_handles_sigpwr(tmp_path
     # SIGPWR kills a JVM that does not handle it: sent only when SigCgt has bit 30.
     assert kills == (["kill --kill-who=main --signal=SIGPWR spark-worker"] if signalled else [])
     assert ("no executor left" in out) == signalled
-    # The commands (leave the Swarm...) ran after the decommission.
+    # The commands (leave the Swarm...) ran after the decommission's signal.
     assert (tmp_path / "after").read_text() == calls.read_text()
+
+
+class _BusyWorker(http.server.BaseHTTPRequestHandler):
+    """A Spark worker whose executors do not leave before the deadline."""
+
+    def log_message(self, *args):
+        pass
+
+    def do_GET(self):  # noqa: N802
+        body = json.dumps({"executors": [{"appid": "app-1", "id": 0}]}).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+def test_the_commands_do_not_wait_for_the_executors_to_leave(tmp_path, serve):
+    """Leaving the Swarm moves the notebooks at once: the commands run right after the signal, and
+    the wait for the executors takes what is left of the notice."""
+    systemctl, _calls = _fake_host(tmp_path, "0000000020004a02")
+    worker = serve(_BusyWorker)
+    aws = serve(_Aws)
+    when = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0) + datetime.timedelta(seconds=4)
+    aws.preempt({"action": "terminate", "time": when.strftime("%Y-%m-%dT%H:%M:%SZ")})
+    argv = [sys.executable, str(SCRIPT), "--provider", "aws", "--metadata-url", aws.url,
+            "--marker", str(tmp_path / "notice.json"), "--spark-worker-json", f"{worker.url}/json/",
+            "--systemctl", str(systemctl), "--proc", str(tmp_path / "proc"),
+            "--command", f"{sys.executable} -c \"import time; open('{tmp_path}/ran', 'w').write(str(time.time()))\""]
+    out = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=True).stdout
+    noticed = json.loads((tmp_path / "notice.json").read_text())["noticed"]
+    assert float((tmp_path / "ran").read_text()) - noticed < 2
+    assert "the deadline came first" in out
+    assert time.time() >= when.timestamp()
 
 
 def _unit_vars():

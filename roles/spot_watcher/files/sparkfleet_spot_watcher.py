@@ -7,11 +7,10 @@ GCP: the metadata server's ``instance/preempted`` turns TRUE about 30 s before t
 ``?wait_for_change=true`` holds the request until it changes. AWS: with an IMDSv2 token,
 ``/latest/meta-data/spot/instance-action`` answers 404 until the machine is to be stopped or
 terminated, then ``{"action": ..., "time": ...}`` two minutes ahead. On a notice the watcher
-decommissions the Spark worker (--spark-worker-json) and runs its commands in order (the role's:
-leave the Swarm, then any command that asks for a replacement), each limited to the time left
-before the deadline, and
-writes a marker file under /run (gone at the next boot) so that a restarted watcher does not run
-them twice.
+writes a marker file under /run (gone at the next boot) so that a restarted watcher does not hand
+over twice, decommissions the Spark worker (--spark-worker-json), runs its commands in order (the
+role's: leave the Swarm, then any command that asks for a replacement), each limited to the time
+left before the deadline, and then waits, until the deadline, for the worker's executors to leave.
 
     sparkfleet_spot_watcher.py --provider gcp|aws [--spark-worker-json URL] [--command 'CMD' ...]
 """
@@ -91,13 +90,18 @@ def _executors(url):
         return None
 
 
-def decommission_spark(worker_json, deadline, systemctl="systemctl", proc_root="/proc", clock=time.time, sleep=time.sleep):
+def decommission_spark(systemctl="systemctl", proc_root="/proc"):
     """Decommission the Spark worker as the spark role does before a restart (SIGPWR: the master
-    gives it no more executors, they finish their tasks and hand their blocks over), then wait,
-    until the deadline, for its executors to leave. Returns what happened, for the log."""
+    gives it no more executors, they finish their tasks and hand their blocks over). True when
+    signalled, else why not, for the log."""
     if _decommissionable(systemctl, proc_root) is None:
         return "spark-worker not running, or not decommissionable (no SIGPWR handler)"
     subprocess.run([systemctl, "kill", "--kill-who=main", "--signal=SIGPWR", "spark-worker"], check=False)
+    return True
+
+
+def wait_for_executors(worker_json, deadline, clock=time.time, sleep=time.sleep):
+    """Wait, until the deadline, for the decommissioned worker's executors to leave."""
     while clock() < deadline:
         left = _executors(worker_json)
         if left == 0:
@@ -125,10 +129,10 @@ def run_commands(commands, deadline, clock=time.time):
 
 
 def watch(provider, base, commands, marker, poll=5, wait=300, clock=time.time, sleep=time.sleep, once=False,
-          spark=None):
+          spark=None, worker_json=None):
     """Wait for the notice, then decommission the Spark worker (spark: decommission_spark's keyword
-    arguments but the deadline, or None) and run the commands, once. Returns the results, or None
-    when `once` and no notice came."""
+    arguments, or None; worker_json, its /json/), run the commands and wait for its executors to
+    leave, once. Returns the results, or None when `once` and no notice came."""
     if os.path.exists(marker):
         _log(f"{marker} exists: the notice was handled already")
         return []
@@ -151,11 +155,15 @@ def watch(provider, base, commands, marker, poll=5, wait=300, clock=time.time, s
             # Written first: a watcher restarted half-way does not decommission twice.
             with open(marker, "w", encoding="utf-8") as out:
                 json.dump({"noticed": seen, "deadline": deadline}, out)
-            results = []
-            if spark:
-                results.append(("spark-decommission", decommission_spark(deadline=deadline, clock=clock, **spark)))
-                _log(f"spark: {results[-1][1]}")
-            return results + run_commands(commands, deadline, clock)
+            # The signal first, then the commands (leaving the Swarm moves the notebooks at once),
+            # then the wait for the executors, which may take most of the notice.
+            signalled = decommission_spark(**spark) if spark else None
+            ran = run_commands(commands, deadline, clock)
+            if signalled is None:
+                return ran
+            done = wait_for_executors(worker_json, deadline, clock) if signalled is True else signalled
+            _log(f"spark: {done}")
+            return [("spark-decommission", done)] + ran
         if once:
             return None
         # GCP's next question waits for a change; AWS's answers at once.
@@ -175,9 +183,9 @@ def main(argv=None):
     parser.add_argument("--proc", default="/proc")
     args = parser.parse_args(argv)
     base = args.metadata_url or (GCP_URL if args.provider == "gcp" else AWS_URL)
-    spark = ({"worker_json": args.spark_worker_json, "systemctl": args.systemctl, "proc_root": args.proc}
-             if args.spark_worker_json else None)
-    results = watch(args.provider, base, args.command, args.marker, poll=args.poll, spark=spark)
+    spark = ({"systemctl": args.systemctl, "proc_root": args.proc} if args.spark_worker_json else None)
+    results = watch(args.provider, base, args.command, args.marker, poll=args.poll, spark=spark,
+                    worker_json=args.spark_worker_json)
     # Done: the unit restarts the watcher on a failure only, and the marker keeps a manual
     # restart from handing over twice until the machine boots again.
     _log(f"handed over: {results}")

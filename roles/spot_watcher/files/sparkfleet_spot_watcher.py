@@ -129,10 +129,10 @@ def run_commands(commands, deadline, clock=time.time):
 
 
 def watch(provider, base, commands, marker, poll=5, wait=300, clock=time.time, sleep=time.sleep, once=False,
-          spark=None, worker_json=None):
-    """Wait for the notice, then decommission the Spark worker (spark: decommission_spark's keyword
-    arguments, or None; worker_json, its /json/), run the commands and wait for its executors to
-    leave, once. Returns the results, or None when `once` and no notice came."""
+          spark=None):
+    """Wait for the notice, then decommission the Spark worker (spark: its /json/ as worker_json
+    and decommission_spark's keyword arguments, or None), run the commands and wait for its
+    executors to leave, once. Returns the results, or None when `once` and no notice came."""
     if os.path.exists(marker):
         _log(f"{marker} exists: the notice was handled already")
         return []
@@ -157,11 +157,11 @@ def watch(provider, base, commands, marker, poll=5, wait=300, clock=time.time, s
                 json.dump({"noticed": seen, "deadline": deadline}, out)
             # The signal first, then the commands (leaving the Swarm moves the notebooks at once),
             # then the wait for the executors, which may take most of the notice.
-            signalled = decommission_spark(**spark) if spark else None
+            signalled = decommission_spark(spark["systemctl"], spark["proc_root"]) if spark else None
             ran = run_commands(commands, deadline, clock)
             if signalled is None:
                 return ran
-            done = wait_for_executors(worker_json, deadline, clock) if signalled is True else signalled
+            done = wait_for_executors(spark["worker_json"], deadline, clock) if signalled is True else signalled
             _log(f"spark: {done}")
             return [("spark-decommission", done)] + ran
         if once:
@@ -183,9 +183,9 @@ def main(argv=None):
     parser.add_argument("--proc", default="/proc")
     args = parser.parse_args(argv)
     base = args.metadata_url or (GCP_URL if args.provider == "gcp" else AWS_URL)
-    spark = ({"systemctl": args.systemctl, "proc_root": args.proc} if args.spark_worker_json else None)
-    results = watch(args.provider, base, args.command, args.marker, poll=args.poll, spark=spark,
-                    worker_json=args.spark_worker_json)
+    spark = ({"worker_json": args.spark_worker_json, "systemctl": args.systemctl, "proc_root": args.proc}
+             if args.spark_worker_json else None)
+    results = watch(args.provider, base, args.command, args.marker, poll=args.poll, spark=spark)
     # Done: the unit restarts the watcher on a failure only, and the marker keeps a manual
     # restart from handing over twice until the machine boots again.
     _log(f"handed over: {results}")

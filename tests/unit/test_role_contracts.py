@@ -54,6 +54,17 @@ def test_argument_spec_declares_the_defaults(role):
             assert name in defaults, f"{name} is optional, so defaults/main.yml gives its default"
 
 
+def test_every_cluster_wide_default_is_declared_by_a_role_that_reads_it():
+    """roles/cluster_defaults has no argument spec of its own: a `main` spec would add a check task
+    to every play of every host that includes a role depending on it. Each of its values is an
+    option of a role that reads it (its owner), whose spec types and describes it; the derived
+    sparkfleet_* values are no inputs."""
+    values = _yaml(ROOT / "roles" / "cluster_defaults" / "defaults" / "main.yml")
+    declared = {name for role in ROLES if _depends_on_cluster_defaults(role) for name in _specs(role)["main"]["options"]}
+    assert not (ROOT / "roles" / "cluster_defaults" / "meta" / "argument_specs.yml").exists()
+    assert sorted(n for n in values if not n.startswith("sparkfleet_") and n not in declared) == []
+
+
 def _spec_defaults(options, where):
     for name, option in (options or {}).items():
         if "default" in (option or {}):

@@ -39,6 +39,7 @@ from ansible.errors import AnsibleError
 from ansible.module_utils.common.text.converters import to_text
 from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.plugins.action import ActionBase
+from ansible.vars.hostvars import HostVars
 from ansible_collections.sparkfleet.cluster.plugins.filter.addresses import host_addresses
 
 COLLECTION = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -143,6 +144,37 @@ def _stands_for_itself(value, own_value):
     return value == own_value and not DYNAMIC.search(to_text(value, errors="replace"))
 
 
+class _ReadOnce:
+    """A variable manager whose answer for each host is read once: what one gate call's hostvars
+    reads through. Each read costs tens of milliseconds (every variable source of the host, its
+    facts cleaned), and the inputs that read every host's variables (the pki role's permitted names,
+    Spark's sizing over the workers, the firewalls' address lists), the peers' fingerprint, and each
+    role of the call, would otherwise read each host again: a cost per host growing with the hosts."""
+
+    def __init__(self, manager):
+        self._manager, self._seen = manager, {}
+
+    def get_vars(self, host=None, include_hostvars=True, **kwargs):
+        if host is None or include_hostvars or kwargs:
+            return self._manager.get_vars(host=host, include_hostvars=include_hostvars, **kwargs)
+        if host.name not in self._seen:
+            self._seen[host.name] = self._manager.get_vars(host=host, include_hostvars=False)
+        return self._seen[host.name]
+
+    def __getattr__(self, name):
+        return getattr(self._manager, name)
+
+
+def _hostvars_read_once(hostvars):
+    """A HostVars (the exact type: the templating engine knows no other) over _ReadOnce."""
+    if not isinstance(hostvars, HostVars):
+        return hostvars
+    once = HostVars.__new__(HostVars)
+    once.__dict__.update(hostvars.__dict__)
+    once._variable_manager = _ReadOnce(hostvars._variable_manager)  # pylint: disable=protected-access
+    return once
+
+
 def _fingerprint(value):
     return hashlib.sha256(json.dumps(value, sort_keys=True, default=repr).encode()).hexdigest()[:16]
 
@@ -152,12 +184,21 @@ class ActionModule(ActionBase):
 
     TRANSFERS_FILES = False
     _VALID_ARGS = frozenset(("roles", "record", "path"))
+    _peers_seen = None
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._loaded = {}
+
+    def _load(self, path):
+        """A file of the collection's roles, loaded once a call (read only, so not copied)."""
+        if path not in self._loaded:
+            self._loaded[path] = (self._loader.load_from_file(path, cache="none", trusted_as_template=True) or {}
+                                  if os.path.isfile(path) else {})
+        return self._loaded[path]
 
     def _role_files(self, role, kind):
-        path = os.path.join(ROLES, role, kind, "main.yml")
-        if not os.path.isfile(path):
-            return {}
-        return self._loader.load_from_file(path, trusted_as_template=True) or {}
+        return self._load(os.path.join(ROLES, role, kind, "main.yml"))
 
     def _os_vars(self, role, task_vars):
         """The role's settings for this operating system, as the platform role's os_vars.yml
@@ -167,7 +208,7 @@ class ActionModule(ActionBase):
                      facts.get("distribution"), facts.get("os_family")):
             path = os.path.join(ROLES, role, "vars", "%s.yml" % name)
             if name and os.path.isfile(path):
-                return self._loader.load_from_file(path, trusted_as_template=True) or {}
+                return self._load(path)
         return {}
 
     def _role_vars(self, role, task_vars):
@@ -191,19 +232,21 @@ class ActionModule(ActionBase):
             return value
 
     def _peers(self, task_vars):
-        """Each host's address and size, as far as this run knows them."""
-        hostvars = task_vars.get("hostvars", {})
-        out = {}
-        for host in sorted(task_vars.get("groups", {}).get("all", [])):
-            peer = hostvars.get(host, {})
-            facts = peer.get("ansible_facts", {}) or {}
-            out[host] = {
-                "ansible_host": to_text(peer.get("ansible_host", host)),
-                "address": (facts.get("default_ipv4") or {}).get("address"),
-                "addresses": host_addresses(facts),
-                "facts": dict((k, facts.get(k)) for k in FACTS),
-            }
-        return out
+        """Each host's address and size, as far as this run knows them (read once a call: every role's
+        inputs have it). The facts are read as gathered: data, nothing to template."""
+        if self._peers_seen is None:
+            hostvars = task_vars.get("hostvars", {})
+            self._peers_seen = {}
+            for host in sorted(task_vars.get("groups", {}).get("all", [])):
+                raw = hostvars.raw_get(host) if isinstance(hostvars, HostVars) else hostvars.get(host, {})
+                facts = raw.get("ansible_facts", {}) if isinstance(raw, dict) else {}
+                self._peers_seen[host] = {
+                    "ansible_host": to_text(hostvars[host].get("ansible_host", host)),
+                    "address": (facts.get("default_ipv4") or {}).get("address"),
+                    "addresses": host_addresses(facts),
+                    "facts": dict((k, facts.get(k)) for k in FACTS),
+                }
+        return self._peers_seen
 
     def _inputs(self, role, task_vars):
         code, names = _role_code(role)
@@ -256,7 +299,9 @@ class ActionModule(ActionBase):
 
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
-        task_vars = task_vars or {}
+        task_vars = dict(task_vars or {})
+        task_vars["hostvars"] = _hostvars_read_once(task_vars.get("hostvars"))
+        self._peers_seen = None
         path = self._task.args.get("path", "/var/lib/sparkfleet/applied")
         record = self._task.args.get("record")
         if record is not None:

@@ -127,7 +127,8 @@ def test_a_missing_package_makes_the_role_due(host):
 
 @pytest.fixture
 def action():
-    sys.path.insert(0, os.path.join(ROOT, "collections"))
+    from conftest import _init_plugin_loader  # pylint: disable=import-outside-toplevel
+    _init_plugin_loader()  # the collection's plugins by their FQCN, as in a run
     from ansible_collections.sparkfleet.cluster.plugins.action import applied_state  # pylint: disable=import-outside-toplevel
     return applied_state
 
@@ -250,3 +251,43 @@ def test_pki_does_not_track_the_directory_the_issuing_roles_write_into():
     issued = os.path.join(pki.value("pki_cert_dir", "m1"), "monitoring-exporter.crt")
     files = pki.value("__pki_applied", "m1")["files"]
     assert files and not [f for f in files if issued.startswith(f.rstrip("/") + "/")], files
+
+
+def test_each_hosts_variables_are_read_once_a_call(action, tmp_path):
+    """Reading a host's variables costs tens of milliseconds; the inputs that read every host's (the
+    pki role's permitted names, Spark's sizing, the firewalls' lists) and each role's peers read
+    them again and again. Through the gate's hostvars each host is read once, with the same values."""
+    import types  # pylint: disable=import-outside-toplevel
+    from ansible.inventory.manager import InventoryManager  # pylint: disable=import-outside-toplevel
+    from ansible.parsing.dataloader import DataLoader  # pylint: disable=import-outside-toplevel
+    from ansible.template import Templar  # pylint: disable=import-outside-toplevel
+    from ansible.vars.hostvars import HostVars  # pylint: disable=import-outside-toplevel
+    from ansible.vars.manager import VariableManager  # pylint: disable=import-outside-toplevel
+    hosts = tmp_path / "hosts.ini"
+    hosts.write_text("[spark_masters]\nm1 ansible_host=192.0.2.1\n[spark_workers]\nw1 spark_worker_cores=3\nw2\n")
+    loader = DataLoader()
+    inventory = InventoryManager(loader, sources=[str(hosts)])
+    manager = VariableManager(loader, inventory)
+    for number, name in enumerate(("m1", "w1", "w2"), 1):
+        manager.set_host_facts(name, {"memtotal_mb": 4096 * number, "processor_vcpus": 2 * number, "fqdn": name + ".example",
+                                      "default_ipv4": {"address": "10.0.0.%d" % number}})
+    plain = HostVars(inventory, manager, loader)
+    reads = []
+    real = manager.get_vars
+    manager.get_vars = lambda **kw: reads.append(kw["host"].name) or real(**kw)
+
+    once = action._hostvars_read_once(plain)
+    assert type(once) is HostVars  # pylint: disable=unidiomatic-typecheck  # the only type templating knows
+    task = types.SimpleNamespace(args={}, check_mode=False, async_val=0, action="sparkfleet.cluster.applied_state")
+    plugin = action.ActionModule(task, None, None, loader, Templar(loader=loader), None)
+    task_vars = dict(real(host=inventory.get_host("w1"), include_hostvars=False), hostvars=once)
+    for role in ("spark", "ui_gateway", "livy"):
+        plugin._inputs(role, task_vars)
+    assert sorted(reads) == ["m1", "w1", "w2"]
+
+    reads.clear()
+    assert plugin._peers(task_vars)["m1"]["ansible_host"] == "192.0.2.1"
+    assert plugin._peers(task_vars)["w2"]["facts"]["memtotal_mb"] == 12288
+    assert once["w1"]["spark_worker_cores"] == 3
+    assert not reads
+    assert plain["w1"]["spark_worker_cores"] == 3 and reads == ["w1"]

@@ -109,9 +109,11 @@ def _task_shares(task, gpu_kind):
     return total, (spec.get("NanoCPUs") or 0) / 1e9
 
 
-def swarm_demand(tasks, gpu_kind):
+def swarm_demand(tasks, gpu_kind, services=()):
     """Swarm tasks (the Engine API's task objects) pending because no node has room: GPU shares for
-    the GPU pool, CPUs for the worker pool. {pool: {cores, shares, why}}."""
+    the GPU pool, CPUs for the worker pool. {pool: {cores, shares, why}}. services (the Engine
+    API's service objects) name each task's service in the reasons (a task has only its ID)."""
+    names = {s.get("ID"): (s.get("Spec") or {}).get("Name") or s.get("Name") for s in services or []}
     demand = {pool: {"cores": 0, "gpus": 0, "shares": 0, "why": []} for pool in POOLS}
     for task in tasks or []:
         status = task.get("Status") or {}
@@ -120,7 +122,7 @@ def swarm_demand(tasks, gpu_kind):
         if not _NO_ROOM.search(status.get("Err") or ""):
             continue
         shares, cpus = _task_shares(task, gpu_kind)
-        name = task.get("ServiceName") or task.get("ServiceID") or task.get("ID")
+        name = names.get(task.get("ServiceID")) or task.get("ServiceID") or task.get("ID")
         if shares:
             demand["gpu_worker"]["shares"] += shares
             demand["gpu_worker"]["why"].append(f"Swarm task of {name} pending for {shares} GPU shares")
@@ -130,11 +132,19 @@ def swarm_demand(tasks, gpu_kind):
     return demand
 
 
+# A container label of tasks that are no work: the hub's network anchor, one asleep on every GPU
+# node (roles/jupyterhub/tasks/swarm.yml), would otherwise keep every GPU worker busy for ever.
+NOT_WORK_LABEL = "sparkfleet.autoscaler.idle"
+
+
 def swarm_busy_nodes(tasks, nodes):
-    """Hostnames of the Swarm nodes running a task: {hostname: count}."""
+    """Hostnames of the Swarm nodes running a task (other than those labelled as no work): {hostname: count}."""
     names = {n.get("ID"): (n.get("Description") or {}).get("Hostname") for n in nodes or []}
     busy = {}
     for task in tasks or []:
+        labels = (((task.get("Spec") or {}).get("ContainerSpec") or {}).get("Labels") or {})
+        if labels.get(NOT_WORK_LABEL) == "true":
+            continue
         if (task.get("Status") or {}).get("State") == "running" and task.get("NodeID") in names:
             host = names[task["NodeID"]]
             busy[host] = busy.get(host, 0) + 1

@@ -48,6 +48,11 @@ options:
     type: list
     elements: dict
     default: []
+  swarm_services:
+    description: The Swarm's services as the Engine API gives them, to name the service of a pending task in the log.
+    type: list
+    elements: dict
+    default: []
   executor_cores:
     description: Cores one executor of a WAITING Spark application asks for (the master's JSON does not say).
     type: int
@@ -98,6 +103,7 @@ EXAMPLES = r"""
     spark_master: "{{ master_json }}"
     swarm_tasks: "{{ swarm.tasks }}"
     swarm_nodes: "{{ swarm.nodes }}"
+    swarm_services: "{{ swarm.services }}"
     decisions_log: /var/log/sparkfleet/autoscale.jsonl
   register: plan
 """
@@ -161,7 +167,7 @@ def plan(params):
     demand = merge_demand(
         spark_demand(params["spark_master"], params["executor_cores"], membership.get, params["ignored_apps"]),
         yarn_demand(params["yarn_metrics"]),
-        swarm_demand(params["swarm_tasks"], params["gpu_kind"]))
+        swarm_demand(params["swarm_tasks"], params["gpu_kind"], params["swarm_services"]))
     busy = swarm_busy_nodes(params["swarm_tasks"], params["swarm_nodes"])
     now = params["now"] if params.get("now") is not None else time.time()
     decisions, record = decide(params["pools"], workers, demand, _previous(params["decisions_log"]), now,
@@ -187,6 +193,7 @@ def main():
             "yarn_metrics": {"type": "dict", "default": {}},
             "swarm_tasks": {"type": "list", "elements": "dict", "default": []},
             "swarm_nodes": {"type": "list", "elements": "dict", "default": []},
+            "swarm_services": {"type": "list", "elements": "dict", "default": []},
             "executor_cores": {"type": "int", "default": 1},
             "ignored_apps": {"type": "list", "elements": "str", "default": []},
             "gpu_kind": {"type": "str", "default": "NVIDIA-GPU"},

@@ -23,13 +23,13 @@ def test_the_leading_master_and_the_swarm_reach_the_controller():
         "m1": {"__autoscaler_master": {"json": {"status": "STANDBY"}}},
         "m2": {"__autoscaler_master": {"json": {"status": "ALIVE", "workers": [{"host": "w1"}]}}},
         # A task skipped on a host registers no answer.
-        "hub": {"__autoscaler_master": {"skipped": True}, "__autoscaler_swarm": {"tasks": tasks, "nodes": [{"ID": "n"}]}},
+        "hub": {"__autoscaler_master": {"skipped": True}, "__autoscaler_swarm": {"tasks": tasks, "nodes": [{"ID": "n"}], "services": [{"ID": "s"}]}},
     }
     renderer = RoleRenderer("autoscaler", groups=GROUPS, hostvars=hostvars,
                             extra={"ansible_play_hosts": ["m1", "m2", "hub"], **task["vars"]})
     observed = renderer.string(task["ansible.builtin.set_fact"]["autoscaler_observed"], "m1")
     assert observed == {"spark_master": {"status": "ALIVE", "workers": [{"host": "w1"}]}, "yarn_metrics": {},
-                        "swarm_tasks": tasks, "swarm_nodes": [{"ID": "n"}]}
+                        "swarm_tasks": tasks, "swarm_nodes": [{"ID": "n"}], "swarm_services": [{"ID": "s"}]}
 
 
 def test_no_leading_master_gives_an_empty_answer():

@@ -43,15 +43,20 @@ def pending_task(service, shares=0, cpus=0.0, err="no suitable node (insufficien
     reservations = {"NanoCPUs": int(cpus * 1e9)}
     if shares:
         reservations["GenericResources"] = [{"DiscreteResourceSpec": {"Kind": "NVIDIA-GPU", "Value": shares}}]
-    return {"ID": f"t-{service}", "ServiceID": service, "DesiredState": "running",
+    return {"ID": f"t-{service}", "ServiceID": f"id-{service}", "DesiredState": "running",
             "Status": {"State": "pending", "Message": "pending task scheduling", "Err": err},
             "Spec": {"Resources": {"Reservations": reservations}}}
+
+
+def services(tasks):
+    """The Engine API's services of the tasks (a task names its service by ID only)."""
+    return [{"ID": t["ServiceID"], "Spec": {"Name": t["ServiceID"][3:]}} for t in tasks if str(t.get("ServiceID")).startswith("id-")]
 
 
 def run(m, tasks=(), previous=None, now=NOW, pools=None, dry_run=False, nodes=()):
     workers = autoscale.spark_workers(m, pool_of)
     demand = autoscale.merge_demand(autoscale.spark_demand(m, 4, pool_of),
-                                    autoscale.swarm_demand(list(tasks), "NVIDIA-GPU"))
+                                    autoscale.swarm_demand(list(tasks), "NVIDIA-GPU", services(tasks)))
     busy = autoscale.swarm_busy_nodes(list(tasks), list(nodes))
     decisions, record = autoscale.decide(pools or POOLS, workers, demand, previous, now, add_timeout=1800, busy_nodes=busy,
                                          dry_run=dry_run)
@@ -99,6 +104,11 @@ def test_a_notebook_pending_for_gpu_shares_adds_a_gpu_worker():
     assert (by_pool["gpu_worker"]["action"], by_pool["gpu_worker"]["count"]) == ("add", 1)
     assert "jupyter-alice" in by_pool["gpu_worker"]["reason"]
     assert by_pool["worker"]["action"] != "add"
+
+
+def test_a_pending_task_of_an_unlisted_service_is_named_by_its_id():
+    demand = autoscale.swarm_demand([pending_task("jupyter-alice", shares=1)], "NVIDIA-GPU")
+    assert demand["gpu_worker"]["why"] == ["Swarm task of id-jupyter-alice pending for 1 GPU shares"]
 
 
 def test_a_task_pending_for_another_reason_asks_for_nothing():
@@ -181,6 +191,18 @@ def test_a_swarm_task_keeps_a_gpu_worker():
     _seen, record = run(master(workers), running, nodes=nodes)
     by_pool, _record = run(master(workers), running, previous=record, now=NOW + 3600, nodes=nodes)
     assert by_pool["gpu_worker"]["hosts"] == ["c-gpu-worker-2"]
+
+
+def test_the_hubs_network_anchor_keeps_no_gpu_worker():
+    """The hub keeps one task asleep on every GPU node (its network anchor): that is no work."""
+    workers = [worker("c-gpu-worker-1", cores=8), worker("c-gpu-worker-2", cores=8)]
+    nodes = [{"ID": "n1", "Description": {"Hostname": "c-gpu-worker-1"}}, {"ID": "n2", "Description": {"Hostname": "c-gpu-worker-2"}}]
+    anchors = [{"ID": "a" + n["ID"], "NodeID": n["ID"], "Status": {"State": "running"},
+                "Spec": {"ContainerSpec": {"Image": "hub:5000/sparkfleet/notebook", "Labels": {autoscale.NOT_WORK_LABEL: "true"}}}}
+               for n in nodes]
+    _seen, record = run(master(workers), anchors, nodes=nodes)
+    by_pool, _record = run(master(workers), anchors, previous=record, now=NOW + 3600, nodes=nodes)
+    assert by_pool["gpu_worker"]["hosts"] == ["c-gpu-worker-2", "c-gpu-worker-1"]
 
 
 def test_a_gpu_in_use_keeps_a_gpu_worker():

@@ -291,3 +291,62 @@ def test_each_hosts_variables_are_read_once_a_call(action, tmp_path):
     assert once["w1"]["spark_worker_cores"] == 3
     assert not reads
     assert plain["w1"]["spark_worker_cores"] == 3 and reads == ["w1"]
+
+
+ISSUERS = [  # role, the host it issues on, the groups that make it issue there, the certificate
+    ("gpu_exporter", "g1", {"gpu_workers": ["g1"], "spark_workers": ["g1"]}, "/etc/ssl/sparkfleet/gpu-exporter.crt"),
+    ("jupyterhub", "h1", {"hub": ["h1"]}, "/etc/jupyterhub/tls/jupyterhub.crt"),
+    ("livy", "m1", {"livy": ["m1"], "spark_masters": ["m1"]}, "/etc/ssl/sparkfleet/livy.crt"),
+    ("monitoring", "m1", {"spark_masters": ["m1"]}, "/etc/ssl/sparkfleet/monitoring-exporter.crt"),
+    ("registry", "h1", {"hub": ["h1"], "swarm_managers": ["h1"]}, "/etc/ssl/sparkfleet/registry.crt"),
+    ("spark", "m1", {"spark_masters": ["m1"]}, "/etc/ssl/sparkfleet/spark-connect.crt"),
+    ("ui_gateway", "m1", {"spark_masters": ["m1"]}, "/etc/ssl/sparkfleet/ui-gateway.crt"),
+]
+
+
+@pytest.mark.parametrize("role, host, groups, certificate", ISSUERS, ids=[i[0] for i in ISSUERS])
+def test_a_role_that_issues_a_certificate_declares_it_and_its_renewal(action, role, host, groups, certificate):
+    """The gate runs a role only when it is due, and so the pki role's issue entry point only then: a
+    deleted certificate or key, or one due for renewal, must make the role due."""
+    import types  # pylint: disable=import-outside-toplevel
+    from ansible.parsing.dataloader import DataLoader  # pylint: disable=import-outside-toplevel
+    from ansible.template import Templar  # pylint: disable=import-outside-toplevel
+    task = types.SimpleNamespace(args={}, check_mode=False, async_val=0, action="sparkfleet.cluster.applied_state")
+    plugin = action.ActionModule(task, None, None, DataLoader(), Templar(loader=DataLoader()), None)
+    hosts = sorted({h for members in groups.values() for h in members})
+    facts = {"default_ipv4": {"address": "10.0.0.5"}, "distribution": "Debian", "distribution_major_version": "12",
+             "os_family": "Debian", "memtotal_mb": 8192, "processor_vcpus": 4, "fqdn": host}
+    task_vars = {"inventory_hostname": host, "groups": dict(groups, all=hosts), "group_names": sorted(groups),
+                 "ansible_facts": facts, "hostvars": {h: {"ansible_facts": facts, "inventory_hostname": h} for h in hosts},
+                 "livy_enabled": True, "livy_auth": "basic", "gpu_exporter_auth": True, "spark_connect_enabled": True}
+    declared = plugin._inputs(role, task_vars)[1]
+    key = certificate[:-len(".crt")] + ".key"
+    probes = [p for p in declared.get("probes", []) if certificate in p]
+    # Declared itself, or in a declared directory.
+    for path in (certificate, key):
+        assert [f for f in declared["files"] if path == f or path.startswith(f.rstrip("/") + "/")], (path, declared["files"])
+    assert len(probes) == 1 and probes[0][:2] == ["python3", "-c"] and probes[0][-1] == "30", declared.get("probes")
+
+
+def test_the_renewal_probe_answers_otherwise_within_the_window_and_without_the_certificate(action, tmp_path):
+    import datetime  # pylint: disable=import-outside-toplevel
+    import yaml  # pylint: disable=import-outside-toplevel
+    from cryptography import x509  # pylint: disable=import-outside-toplevel
+    from cryptography.hazmat.primitives import hashes  # pylint: disable=import-outside-toplevel
+    from cryptography.hazmat.primitives.asymmetric import ec  # pylint: disable=import-outside-toplevel
+    check = yaml.safe_load(open(os.path.join(ROOT, "roles", "pki", "vars", "main.yml"), encoding="utf-8"))["__pki_renewal_check"]
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(x509.oid.NameOID.COMMON_NAME, "h1")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+            .serial_number(1).not_valid_before(now).not_valid_after(now + datetime.timedelta(days=60)).sign(key, hashes.SHA256()))
+    path = tmp_path / "h1.crt"
+    path.write_bytes(cert.public_bytes(__import__("cryptography.hazmat.primitives.serialization", fromlist=["Encoding"]).Encoding.PEM))
+
+    def answer(cert_path, days):
+        out = subprocess.run([sys.executable, "-c", check, str(cert_path), str(days)], capture_output=True, text=True, check=False)
+        return out.returncode, out.stdout.strip()
+
+    assert answer(path, 30) == (0, "True")
+    assert answer(path, 90) == (0, "False")
+    assert answer(tmp_path / "gone.crt", 30)[0] != 0

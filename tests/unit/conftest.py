@@ -6,6 +6,7 @@ import contextlib
 import importlib.util
 import os
 import pathlib
+import re
 import shutil
 import socket
 import subprocess
@@ -211,6 +212,31 @@ class RoleRenderer:
     def render(self, template, host=None):
         """The role's templates/<template>, rendered for host."""
         return self.templar(host).template(trust_as_template((self.templates / template).read_text()))
+
+    def applied(self, host=None):
+        """__<role>_applied as the applied-state gate templates it (plugins/action/applied_state.py):
+        with the defaults and vars of the roles the role's tasks include (pki's, for a role that
+        issues a certificate) under its own."""
+        role = self.base.name
+        closure, todo = [], [role]
+        while todo:
+            name = todo.pop()
+            if name in closure or not (ROOT / "roles" / name).is_dir():
+                continue
+            closure.append(name)
+            for path in sorted((ROOT / "roles" / name).glob("tasks/*.yml")) + sorted((ROOT / "roles" / name).glob("meta/*.yml")):
+                todo.extend(re.findall(r"\bsparkfleet\.cluster\.([a-z_][a-z0-9_]*)\b", path.read_text()))
+        saved = self.defaults, self.vars
+        self.defaults, self.vars = {}, {}
+        for name in closure[:0:-1]:
+            self.defaults.update(_role_file(name, "defaults"))
+            self.vars.update(_role_file(name, "vars"))
+        self.defaults.update(saved[0])
+        self.vars.update(saved[1])
+        try:
+            return self.value("__%s_applied" % role, host)
+        finally:
+            self.defaults, self.vars = saved
 
     def value(self, expression, host=None):
         """A Jinja expression (a variable's name, a filter chain, a condition) resolved for host;

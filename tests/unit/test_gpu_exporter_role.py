@@ -50,7 +50,7 @@ def test_the_exporter_asks_for_tls_and_the_login_by_default():
     assert renderer.value("__gpu_exporter_fact", "gpu-worker-1") == {
         "kind": "sparkfleet", "url": "https://10.0.0.7:9445/metrics", "user": "prometheus", "ca": TLS["ca"]}
     assert renderer.value("__gpu_exporter_tls_sans", "gpu-worker-1") == ["IP:10.0.0.7"]
-    applied = renderer.value("__gpu_exporter_applied", "gpu-worker-1")
+    applied = renderer.applied("gpu-worker-1")
     assert "/opt/sparkfleet/gpu-exporter/scrape.passwd" in applied["files"]
 
 
@@ -105,7 +105,7 @@ def test_dcgm_exporter_gets_tls_and_the_login_through_its_web_configuration():
     assert config == {"tls_server_config": {"cert_file": "/etc/sparkfleet-dcgm-exporter/tls.crt",
                                             "key_file": "/etc/sparkfleet-dcgm-exporter/tls.key", "min_version": "TLS12"},
                       "basic_auth_users": {"prometheus": "$2b$12$" + "x" * 53}}
-    assert renderer.value("__gpu_exporter_applied", "gpu-worker-1")["packages"] == ["python3-bcrypt"]
+    assert renderer.applied("gpu-worker-1")["packages"] == ["python3-bcrypt"]
     plain = shlex.split(units(exporter(gpu_exporter_kind="dcgm", gpu_exporter_auth=False))["sparkfleet-dcgm-exporter"]["exec_start"])
     assert "--volume" not in plain and "--env" not in plain
 

@@ -39,7 +39,7 @@ def test_grafana_is_off_by_default_and_leaves_nothing_behind():
     assert defaults["monitoring_grafana_enabled"] is False
     off = monitoring()
     assert off.value("__monitoring_grafana", "m1") is False
-    applied = off.value("__monitoring_applied", "m1")
+    applied = off.applied("m1")
     assert not [f for f in applied["files"] if f.startswith(GRAFANA_PATHS)]
     assert "grafana-server" not in applied["units"]
     assert "monitoring_grafana_port" not in off.value("__monitoring_host_ports", "m1")
@@ -51,12 +51,12 @@ def test_enabled_it_runs_on_the_monitoring_host_only_and_the_role_tracks_it():
     renderer = grafana()
     assert renderer.value("__monitoring_grafana", "m1") is True
     assert renderer.value("__monitoring_grafana", "w1") is False
-    applied = renderer.value("__monitoring_applied", "m1")
+    applied = renderer.applied("m1")
     assert {"/etc/grafana/grafana.ini", "/etc/grafana/provisioning/datasources/sparkfleet.yaml",
             "/etc/grafana/provisioning/dashboards/sparkfleet.yaml", "/etc/grafana/sparkfleet-dashboards/cluster.json",
             "/etc/apt/keyrings/sparkfleet-grafana.asc", "/etc/apt/sources.list.d/sparkfleet-grafana.sources"} <= set(applied["files"])
     assert "grafana-server" in applied["units"]
-    assert "grafana-server" not in renderer.value("__monitoring_applied", "w1")["units"]
+    assert "grafana-server" not in renderer.applied("w1")["units"]
     assert renderer.value("__monitoring_host_ports", "m1")["monitoring_grafana_port"] == 3000
     assert renderer.value("__monitoring_health_urls", "m1")["grafana-server"] == "http://127.0.0.1:3000/grafana/api/health"
 

@@ -6,7 +6,6 @@ import contextlib
 import importlib.util
 import os
 import pathlib
-import re
 import shutil
 import socket
 import subprocess
@@ -217,18 +216,13 @@ class RoleRenderer:
         """__<role>_applied as the applied-state gate templates it (plugins/action/applied_state.py):
         with the defaults and vars of the roles the role's tasks include (pki's, for a role that
         issues a certificate) under its own."""
+        _init_plugin_loader()
+        from ansible_collections.sparkfleet.cluster.plugins.action.applied_state import _role_closure  # pylint: disable=import-outside-toplevel
         role = self.base.name
-        closure, todo = [], [role]
-        while todo:
-            name = todo.pop()
-            if name in closure or not (ROOT / "roles" / name).is_dir():
-                continue
-            closure.append(name)
-            for path in sorted((ROOT / "roles" / name).glob("tasks/*.yml")) + sorted((ROOT / "roles" / name).glob("meta/*.yml")):
-                todo.extend(re.findall(r"\bsparkfleet\.cluster\.([a-z_][a-z0-9_]*)\b", path.read_text()))
+        included = [name for name in _role_closure(role) if name != role]
         saved = self.defaults, self.vars
         self.defaults, self.vars = {}, {}
-        for name in closure[:0:-1]:
+        for name in included:
             self.defaults.update(_role_file(name, "defaults"))
             self.vars.update(_role_file(name, "vars"))
         self.defaults.update(saved[0])

@@ -80,9 +80,10 @@ def test_layer_plays_read_only_in_preflight_and_target_component_groups():
 
 def _check_gate(play, where):
     """A layer play asks the applied-state gate which roles are due (always, whatever the tags),
-    runs the checks (validate entry point) of those it says to check, includes each listed role
-    when due, its tasks tagged with its name, and records after the handlers."""
-    gate, checks, *includes = play["tasks"]
+    ends the play on the hosts with no role due and none to check, runs the checks (validate entry
+    point) of those it says to check, includes each listed role when due, its tasks tagged with its
+    name, and records after the handlers."""
+    gate, end, checks, *includes = play["tasks"]
     assert gate["register"] == "__sparkfleet_applied" and gate["tags"] == ["always"], where
     check = checks["ansible.builtin.include_role"]
     assert check["tasks_from"] == "validate" and check["name"] == "sparkfleet.cluster.{{ __sparkfleet_role }}", where
@@ -90,6 +91,8 @@ def _check_gate(play, where):
     assert checks["loop"] == "{{ __sparkfleet_applied.check }}", where
     assert checks["loop_control"]["loop_var"] == "__sparkfleet_role", where
     assert checks["tags"] == ["always"] and check["apply"]["tags"] == ["always"], where
+    assert end["ansible.builtin.meta"] == "end_host" and end["tags"] == ["always"], where
+    assert end["when"] == "(__sparkfleet_applied.due + __sparkfleet_applied.check) | length == 0", where
     listed = gate["sparkfleet.cluster.applied_state"]["roles"]
     # A list, or an expression naming them: in the order it names them.
     listed = listed if isinstance(listed, list) else sorted((n for n in ROLE_NAMES if f"'{n}'" in listed),

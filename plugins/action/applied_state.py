@@ -26,6 +26,12 @@ cross-variable checks) the play runs first, so that each role is checked once pe
 preflight pass (``sparkfleet_preflight``) those whose inputs changed, and nothing is due; in the
 main pass the due roles no earlier play of this run checked (``checked``, carried from play to
 play in the registered answer).
+
+Templating a role's inputs is most of the gate's cost, and the preflight pass has done it for the
+same hosts and variables: the main pass takes the preflight's inputs and declarations (``read``,
+carried in the registered answer, each used once) as long as no role has been due in this run's
+main pass on any host (the run's marker file: a role that ran may have changed what later inputs
+read, a certificate or a secret). The drift check still runs.
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ import json
 import os
 import re
 
+from ansible import constants as C
 from ansible.errors import AnsibleError
 from ansible.module_utils.common.text.converters import to_text
 from ansible.module_utils.parsing.convert_bool import boolean
@@ -72,6 +79,12 @@ FACTS = ("memtotal_mb", "processor_vcpus", "processor_nproc", "distribution", "d
          "architecture", "kernel")
 
 _CACHE = {}
+
+
+def _applied_marker():
+    """A file in the run's own temporary directory (Ansible makes one per run, removed at its end,
+    shared by the run's worker processes): there once a role was due in this run's main pass."""
+    return os.path.join(C.DEFAULT_LOCAL_TMP, "sparkfleet-roles-due")
 
 
 def _read(path):
@@ -312,14 +325,24 @@ class ActionModule(ActionBase):
         unknown = [r for r in roles if not os.path.isdir(os.path.join(ROLES, r))]
         if unknown:
             raise AnsibleError("applied_state: no such role in the collection: %s" % ", ".join(unknown))
+        earlier = task_vars.get("__sparkfleet_applied")
+        read = dict(earlier.get("read", {})) if isinstance(earlier, dict) else {}
+        preflight = bool(task_vars.get("sparkfleet_preflight"))
+        reuse = {} if preflight or os.path.exists(_applied_marker()) else read
         wanted, undeclared = {}, []
         for role in roles:
+            if role in reuse:
+                wanted[role] = reuse[role]
+                continue
             inputs, declared = self._inputs(role, task_vars)
             if declared is None:
                 undeclared.append(role)
             else:
                 wanted[role] = dict(declared, inputs=inputs)
         result["roles"] = wanted
+        # What the preflight read, for the main pass of the same play; a main pass uses it once.
+        result["read"] = (dict(read, **wanted) if preflight
+                          else dict((r, v) for r, v in read.items() if r not in roles))
         if not boolean(self._templar.template(task_vars.get("sparkfleet_skip_unchanged", True)), strict=False):
             return self._answer(result, task_vars, list(roles),
                                 dict((r, ["sparkfleet_skip_unchanged is false"]) for r in roles))
@@ -359,6 +382,9 @@ class ActionModule(ActionBase):
         check = [r for r in due if r not in checked]
         result.update(changed=False, check=check, checked=checked + check, reasons=dict((r, reasons[r]) for r in due),
                       due=[] if task_vars.get("sparkfleet_preflight") else due)
+        if due and not task_vars.get("sparkfleet_preflight"):
+            with open(_applied_marker(), "a", encoding="utf-8"):
+                pass
         return result
 
     def _record(self, result, record, path, task_vars):

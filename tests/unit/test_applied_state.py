@@ -350,3 +350,47 @@ def test_the_renewal_probe_answers_otherwise_within_the_window_and_without_the_c
     assert answer(path, 30) == (0, "True")
     assert answer(path, 90) == (0, "False")
     assert answer(tmp_path / "gone.crt", 30)[0] != 0
+
+
+def test_the_main_pass_takes_what_the_preflight_read_until_a_role_was_due(action, tmp_path, monkeypatch):
+    """Templating the inputs is most of the gate's cost, and the preflight pass has templated them for
+    the same hosts: the main pass of each play takes them (once), unless a role was due in this run's
+    main pass on some host (it may have changed what an input reads). Its drift check still runs."""
+    import types  # pylint: disable=import-outside-toplevel
+    from ansible.parsing.dataloader import DataLoader  # pylint: disable=import-outside-toplevel
+    from ansible.plugins.action import ActionBase  # pylint: disable=import-outside-toplevel
+    from ansible.template import Templar  # pylint: disable=import-outside-toplevel
+    monkeypatch.setattr(action.C, "DEFAULT_LOCAL_TMP", str(tmp_path))  # the run's own directory
+    monkeypatch.setattr(ActionBase, "run", lambda self, tmp=None, task_vars=None: {})
+    templated, drift = [], {"due": [], "reasons": {}}
+
+    def inputs(role, task_vars):
+        templated.append(role)
+        return {"code": "c", "x": task_vars["x"]}, {"files": ["/etc/%s.conf" % role]}
+
+    def gate(roles, task_vars):
+        task = types.SimpleNamespace(args={"roles": roles}, check_mode=False, async_val=0,
+                                     action="sparkfleet.cluster.applied_state")
+        plugin = action.ActionModule(task, None, None, DataLoader(), Templar(loader=DataLoader()), None)
+        plugin._inputs = inputs
+        plugin._execute_module = lambda module_name, module_args, task_vars: dict(drift, checked=sorted(module_args["roles"]))
+        return plugin.run(task_vars=task_vars)
+
+    # The preflight pass of two plays, then the main pass of the first: no templating there.
+    answer = gate(["java", "spark"], {"sparkfleet_preflight": True, "x": 1})
+    answer = gate(["monitoring"], {"sparkfleet_preflight": True, "x": 1, "__sparkfleet_applied": answer})
+    assert templated == ["java", "spark", "monitoring"] and set(answer["read"]) == {"java", "spark", "monitoring"}
+    templated.clear()
+    main = gate(["java", "spark"], {"x": 1, "__sparkfleet_applied": answer})
+    assert templated == [] and main["roles"]["spark"] == {"files": ["/etc/spark.conf"], "inputs": {"code": "c", "x": 1}}
+    assert list(main["read"]) == ["monitoring"]  # used once
+    # The same play again later in the run reads its inputs afresh.
+    assert gate(["java"], {"x": 2, "__sparkfleet_applied": main})["roles"]["java"]["inputs"]["x"] == 2
+    assert templated == ["java"]
+    # A role due on a host (here drift) in the main pass: the plays after it template their inputs.
+    templated.clear()
+    drift = {"due": ["java"], "reasons": {"java": ["/etc/java.conf changed"]}}
+    assert gate(["java"], {"x": 1, "__sparkfleet_applied": answer})["due"] == ["java"] and templated == []
+    drift = {"due": [], "reasons": {}}
+    assert gate(["monitoring"], {"x": 3, "__sparkfleet_applied": answer})["roles"]["monitoring"]["inputs"]["x"] == 3
+    assert templated == ["monitoring"]

@@ -27,8 +27,8 @@ preflight pass (``sparkfleet_preflight``) those whose inputs changed, and nothin
 main pass the due roles no earlier play of this run checked (``checked``, carried from play to
 play in the registered answer).
 
-Templating a role's inputs is most of the gate's cost, and the preflight pass has done it for the
-same hosts and variables: the main pass takes the preflight's inputs and declarations (``read``,
+Working out a role's inputs (loading its files, templating the values) is most of the gate's cost,
+and the preflight pass has done it for the same hosts and variables: the main pass takes the preflight's inputs and declarations (``read``,
 carried in the registered answer, each used once) as long as no role has been due in this run's
 main pass on any host (the run's marker file: a role that ran may have changed what later inputs
 read, a certificate or a secret). The drift check still runs.

@@ -353,8 +353,8 @@ def test_the_renewal_probe_answers_otherwise_within_the_window_and_without_the_c
 
 
 def test_the_main_pass_takes_what_the_preflight_read_until_a_role_was_due(action, tmp_path, monkeypatch):
-    """Templating the inputs is most of the gate's cost, and the preflight pass has templated them for
-    the same hosts: the main pass of each play takes them (once), unless a role was due in this run's
+    """Working out the inputs is most of the gate's cost, and the preflight pass has done it for the
+    same hosts: the main pass of each play takes them (once), unless a role was due in this run's
     main pass on some host (it may have changed what an input reads). Its drift check still runs."""
     import types  # pylint: disable=import-outside-toplevel
     from ansible.parsing.dataloader import DataLoader  # pylint: disable=import-outside-toplevel

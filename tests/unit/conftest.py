@@ -3,6 +3,7 @@ tests render what Ansible renders (RoleRenderer): a role's templates and variabl
 expressions, as a play would for one host of an inventory."""
 
 import contextlib
+import copy
 import importlib.util
 import os
 import pathlib
@@ -219,18 +220,14 @@ class RoleRenderer:
         _init_plugin_loader()
         from ansible_collections.sparkfleet.cluster.plugins.action.applied_state import _role_closure  # pylint: disable=import-outside-toplevel
         role = self.base.name
-        included = [name for name in _role_closure(role) if name != role]
-        saved = self.defaults, self.vars
-        self.defaults, self.vars = {}, {}
-        for name in included:
-            self.defaults.update(_role_file(name, "defaults"))
-            self.vars.update(_role_file(name, "vars"))
-        self.defaults.update(saved[0])
-        self.vars.update(saved[1])
-        try:
-            return self.value("__%s_applied" % role, host)
-        finally:
-            self.defaults, self.vars = saved
+        gate = copy.copy(self)  # the same inventory and extra variables
+        gate.defaults, gate.vars = {}, {}
+        for name in [n for n in _role_closure(role) if n != role]:
+            gate.defaults.update(_role_file(name, "defaults"))
+            gate.vars.update(_role_file(name, "vars"))
+        gate.defaults.update(self.defaults)
+        gate.vars.update(self.vars)
+        return gate.value("__%s_applied" % role, host)
 
     def value(self, expression, host=None):
         """A Jinja expression (a variable's name, a filter chain, a condition) resolved for host;

@@ -364,10 +364,13 @@ class Bench:
 
     def worker_alive(self, worker, timeout=120):
         """Poll the master's JSON until `worker` is ALIVE. The lab publishes only the UI gateway's
-        port: the JSON is read on the master itself (its UI port is open to loopback)."""
+        port: the JSON is read on the master itself (its UI port is open to loopback), with the UI
+        token the spark role keeps there (Spark 4 asks for it)."""
         deadline = time.monotonic() + timeout
         read = ["docker", "exec", "sparkfleet-master", "python3", "-c",
-                "import urllib.request; print(urllib.request.urlopen('http://127.0.0.1:8080/json/', timeout=5).read().decode())"]
+                "import urllib.request; token = open('/etc/sparkfleet/spark-ui-token').read().strip(); "
+                "ask = urllib.request.Request('http://127.0.0.1:8080/json/', headers={'Authorization': 'Bearer ' + token}); "
+                "print(urllib.request.urlopen(ask, timeout=5).read().decode())"]
         while time.monotonic() < deadline:
             done = subprocess.run(read, capture_output=True, text=True, check=False)
             try:

@@ -93,6 +93,16 @@ def test_spark_docker_hub_and_gpu_targets_follow_the_inventory_groups():
     assert hub["authorization"] == {"type": "Bearer", "credentials_file": "/etc/prometheus/secrets/jupyterhub_token"}
 
 
+def test_sparks_jobs_send_the_ui_token_where_spark_asks_for_it():
+    spark_jobs = ("spark_master", "spark_applications", "spark_worker")
+    # Spark 3.5 (the default spark_version) has no UI login: nothing to send.
+    assert [job for job in spark_jobs if "authorization" in jobs(config())[job]] == []
+    by_job = jobs(config(monitoring(spark_version="4.0.1")))
+    for job in spark_jobs:
+        assert by_job[job]["authorization"] == {"type": "Bearer", "credentials_file": "/etc/prometheus/secrets/spark_ui_token"}
+    assert "authorization" not in by_job["node"]
+
+
 def test_a_cluster_without_hub_gpus_or_standalone_spark_has_no_such_jobs():
     groups = {"spark_masters": ["m1"], "spark_workers": ["w1"]}
     by_job = jobs(config(monitoring(groups, spark_cluster_manager="yarn")))
@@ -129,7 +139,7 @@ def _write_rendered(tmp_path, renderer):
     rules = tmp_path / "sparkfleet.rules.yml"
     rules.write_text(renderer.render("sparkfleet.rules.yml.j2", "m1"))
     # promtool check config also reads the files the configuration names.
-    for name in ("scrape_password", "jupyterhub_token", "ca.crt"):
+    for name in ("scrape_password", "jupyterhub_token", "spark_ui_token", "ca.crt"):
         (tmp_path / name).write_text("x\n")
     text = renderer.render("prometheus.yml.j2", "m1")
     text = (text.replace("/etc/prometheus/sparkfleet.rules.yml", str(rules))
@@ -141,7 +151,7 @@ def _write_rendered(tmp_path, renderer):
 
 def test_promtool_accepts_the_rendered_configuration_and_rules(tmp_path):
     tool = promtool()
-    conf, rules = _write_rendered(tmp_path, monitoring())
+    conf, rules = _write_rendered(tmp_path, monitoring(spark_version="4.0.1"))
     result = subprocess.run([tool, "check", "config", str(conf)], capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "SUCCESS" in result.stdout and str(rules) in result.stdout

@@ -13,7 +13,7 @@ GPU_FACTS = {"g1": {"ansible_facts": {**facts(), "nvidia_gpu": {"gpus": [{"index
 
 
 def spark(groups=None, **extra):
-    return RoleRenderer("spark", groups or GROUPS, hostvars=GPU_FACTS, extra={"__spark_auth_secret": "s3cr3t", **extra})
+    return RoleRenderer("spark", groups or GROUPS, hostvars=GPU_FACTS, extra={"__spark_auth_secret": "s3cr3t", "__spark_ui_secret": "k3y", **extra})
 
 
 def render(name, host="m1", groups=None, **extra):
@@ -62,6 +62,18 @@ def test_no_event_logs_without_a_history_server_to_clean_them():
     props = properties(render("spark-defaults.conf.j2", spark_history_server_enabled=False))
     assert props["spark.eventLog.enabled"] == "false"
     assert not [k for k in props if k.startswith("spark.history.")]
+
+
+def test_spark_4_standalone_asks_every_ui_for_the_token_and_3_5_and_yarn_cannot():
+    spark4 = properties(render("spark-defaults.conf.j2", spark_version="4.0.1"))
+    assert spark4["spark.ui.filters"] == "org.apache.spark.ui.JWSFilter"
+    assert spark4["spark.org.apache.spark.ui.JWSFilter.param.secretKey"] == "k3y"
+    for other in ({}, {"spark_version": "4.0.1", "spark_cluster_manager": "yarn"}):
+        props = properties(render("spark-defaults.conf.j2", **other))
+        assert not any("JWSFilter" in k or k == "spark.ui.filters" for k in props)
+    # On by default exactly where Spark can ask for it (validate.yml refuses it elsewhere).
+    assert spark().value("spark_ui_login", "m1") is False
+    assert spark(spark_version="4.0.1").value("spark_ui_login", "m1") is True
 
 
 def test_no_secret_when_authentication_is_off():

@@ -3,6 +3,7 @@ servers of GCP's and AWS's shapes (http.server, here): on the notice it runs its
 order, before the deadline, and once."""
 
 import datetime
+import importlib.util
 import http.server
 import json
 import shlex
@@ -310,10 +311,32 @@ def test_the_unit_runs_the_watcher_with_the_decommission_and_the_commands():
     # systemd splits ExecStart as a shell does for quotes.
     argv = shlex.split(unit["exec_start"])
     assert argv == ["/usr/bin/python3", "/usr/local/lib/sparkfleet/sparkfleet_spot_watcher.py", "--provider", "aws",
-                    "--spark-worker-json", "http://c-gpu-worker-1:8081/json/", "--command", "docker swarm leave"]
+                    "--spark-worker-json", "http://c-gpu-worker-1:8081/json/",
+                    "--spark-ui-token-file", "/etc/sparkfleet/spark-ui-token", "--command", "docker swarm leave"]
     renderer.extra["spot_watcher_metadata_url"] = "http://10.0.0.9:8000"
     (unit,) = renderer.string(_unit_vars()["service_units"], "c-gpu-worker-1")
     assert shlex.split(unit["exec_start"])[4:6] == ["--metadata-url", "http://10.0.0.9:8000"]
     for changed, restart in ((False, []), (True, ["sparkfleet-spot-watcher"])):
         renderer.extra["__spot_watcher_script"] = {"changed": changed}
         assert renderer.string(_unit_vars()["service_restart"], "c-gpu-worker-1") == restart
+
+
+class _LockedWorker(_BusyWorker):
+    """A Spark 4 worker behind JWSFilter: 403 without the cluster's token."""
+
+    def do_GET(self):  # noqa: N802
+        if self.headers.get("Authorization") != "Bearer t0ken":
+            self.send_error(403)
+            return
+        super().do_GET()
+
+
+def test_the_worker_is_read_with_the_token_the_spark_role_keeps(tmp_path, serve):
+    spec = importlib.util.spec_from_file_location("sparkfleet_spot_watcher", SCRIPT)
+    watcher = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(watcher)
+    worker = serve(_LockedWorker)
+    token = tmp_path / "spark-ui-token"
+    token.write_text("t0ken\n")
+    assert watcher._executors(f"{worker.url}/json/", str(token)) == 1
+    assert watcher._executors(f"{worker.url}/json/", str(tmp_path / "absent")) is None

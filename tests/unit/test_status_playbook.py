@@ -15,7 +15,8 @@ import yaml
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 PLAYBOOK = ROOT / "playbooks" / "status.yml"
 READ_ONLY = {"ansible.builtin.service_facts", "ansible.builtin.meta", "ansible.builtin.uri",
-             "sparkfleet.cluster.nvidia_gpu_facts", "ansible.builtin.command", "ansible.builtin.debug"}
+             "sparkfleet.cluster.nvidia_gpu_facts", "sparkfleet.cluster.spark_ui", "ansible.builtin.command",
+             "ansible.builtin.debug"}
 
 
 def _plays():

@@ -59,6 +59,19 @@ def test_the_master_and_history_sit_under_their_paths_on_loopback():
     assert "include /etc/nginx/sparkfleet-ui/locations/*.conf;" in site
 
 
+def test_sparks_locations_send_the_clusters_token_where_spark_asks_for_it():
+    # Spark 3.5 (the default spark_version): no JWSFilter, the user's login is passed as before.
+    plain = code(gateway().render("nginx-ui-gateway.conf.j2", "m1"))
+    assert "spark-authorization.conf" not in plain
+    site = code(gateway(spark_version="4.0.1").render("nginx-ui-gateway.conf.j2", "m1"))
+    blocks = re.findall(r"location ([^{]+)\{([^}]*)\}", site)
+    with_token = [where.strip() for where, body in blocks
+                  if "include /etc/nginx/sparkfleet-ui/spark-authorization.conf;" in body]
+    assert with_token == ["= /spark", "/spark/", "= /history", "/history/"]
+    # Only there: no other location (nor the server) passes the token on.
+    assert site.count("spark-authorization.conf") == 4
+
+
 def test_the_spark_path_follows_sparks_reverse_proxy_url_and_the_ports_follow_spark():
     renderer = gateway(spark_ui_reverse_proxy_url="https://ui.example.com/clusters/a/", spark_master_webui_port=9090,
                        spark_history_webui_port=19090, ui_gateway_port=443, spark_history_server_enabled=False)

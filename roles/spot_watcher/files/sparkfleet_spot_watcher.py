@@ -82,9 +82,18 @@ def _decommissionable(systemctl, proc_root):
     return int(shown) if caught >> 29 & 1 else None
 
 
-def _executors(url):
+def _executors(url, token_file=None):
+    """The worker's executors (None when its UI does not answer). Spark 4's UIs ask for the token the
+    spark role keeps in token_file; without the file none is sent (Spark 3.5)."""
     try:
-        with urllib.request.urlopen(url, timeout=5) as answer:
+        with open(token_file or "", encoding="utf-8") as kept:
+            headers = {"Authorization": f"Bearer {kept.read().strip()}"}
+    except FileNotFoundError:
+        headers = {}
+    except OSError:
+        return None
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=5) as answer:
             return len(json.loads(answer.read().decode()).get("executors", []))
     except (OSError, ValueError):
         return None
@@ -100,10 +109,10 @@ def decommission_spark(systemctl="systemctl", proc_root="/proc"):
     return True
 
 
-def wait_for_executors(worker_json, deadline, clock=time.time, sleep=time.sleep):
+def wait_for_executors(worker_json, deadline, clock=time.time, sleep=time.sleep, token_file=None):
     """Wait, until the deadline, for the decommissioned worker's executors to leave."""
     while clock() < deadline:
-        left = _executors(worker_json)
+        left = _executors(worker_json, token_file)
         if left == 0:
             return "decommissioned: no executor left"
         sleep(1)
@@ -161,7 +170,8 @@ def watch(provider, base, commands, marker, poll=5, wait=300, clock=time.time, s
             ran = run_commands(commands, deadline, clock)
             if signalled is None:
                 return ran
-            done = wait_for_executors(spark["worker_json"], deadline, clock) if signalled is True else signalled
+            done = (wait_for_executors(spark["worker_json"], deadline, clock, token_file=spark["token_file"])
+                    if signalled is True else signalled)
             _log(f"spark: {done}")
             return [("spark-decommission", done)] + ran
         if once:
@@ -179,12 +189,13 @@ def main(argv=None):
     parser.add_argument("--marker", default="/run/sparkfleet-spot-notice.json")
     parser.add_argument("--poll", type=float, default=5, help="seconds between AWS's questions")
     parser.add_argument("--spark-worker-json", help="the Spark worker's /json/: decommission it first")
+    parser.add_argument("--spark-ui-token-file", help="the token Spark's UIs ask for (the spark role's file)")
     parser.add_argument("--systemctl", default="systemctl")
     parser.add_argument("--proc", default="/proc")
     args = parser.parse_args(argv)
     base = args.metadata_url or (GCP_URL if args.provider == "gcp" else AWS_URL)
-    spark = ({"worker_json": args.spark_worker_json, "systemctl": args.systemctl, "proc_root": args.proc}
-             if args.spark_worker_json else None)
+    spark = ({"worker_json": args.spark_worker_json, "systemctl": args.systemctl, "proc_root": args.proc,
+              "token_file": args.spark_ui_token_file} if args.spark_worker_json else None)
     results = watch(args.provider, base, args.command, args.marker, poll=args.poll, spark=spark)
     # Done: the unit restarts the watcher on a failure only, and the marker keeps a manual
     # restart from handing over twice until the machine boots again.

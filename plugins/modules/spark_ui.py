@@ -101,9 +101,9 @@ unit:
 import json
 import subprocess
 import urllib.error
-import urllib.request
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.urls import open_url
 
 
 def read_token(path):
@@ -117,9 +117,8 @@ def read_token(path):
 
 def read(url, token, timeout):
     """{"url", "status", "json", "content", "msg"} for one URL."""
-    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"} if token else {})
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as answer:
+        with open_url(url, headers={"Authorization": f"Bearer {token}"} if token else {}, timeout=timeout) as answer:
             status, body = answer.status, answer.read()
     except urllib.error.HTTPError as error:
         status, body = error.code, error.read() or b""

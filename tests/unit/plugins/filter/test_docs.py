@@ -58,6 +58,12 @@ def test_sidecar_has_documentation_examples_and_return(name):
     assert isinstance(raw["DOCUMENTATION"], dict)
     assert isinstance(raw["EXAMPLES"], str)
     assert isinstance(raw["RETURN"], dict) and "_value" in raw["RETURN"], "RETURN documents the filter's _value"
+    # ansible-doc fails on a description line YAML read as a mapping (an unquoted "key: value" in it).
+    texts = [raw["DOCUMENTATION"].get("description", [])] + [
+        option.get("description", []) for option in raw["DOCUMENTATION"].get("options", {}).values()]
+    for text in texts:
+        for line in text if isinstance(text, list) else [text]:
+            assert isinstance(line, str), f"plugins/filter/{name}.yml: a description entry is not text: {line!r}"
     # What ansible-doc reads from it.
     assert parsed["doc"]["name"] == name
     assert parsed["plainexamples"].strip()

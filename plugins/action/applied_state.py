@@ -28,10 +28,11 @@ main pass the due roles no earlier play of this run checked (``checked``, carrie
 play in the registered answer).
 
 Working out a role's inputs (loading its files, templating the values) is most of the gate's cost,
-and the preflight pass has done it for the same hosts and variables: the main pass takes the preflight's inputs and declarations (``read``,
-carried in the registered answer, each used once) as long as no role has been due in this run's
-main pass on any host (the run's marker file: a role that ran may have changed what later inputs
-read, a certificate or a secret). The drift check still runs.
+and the preflight pass has done it for the same hosts and variables: the main pass takes the
+preflight's inputs and declarations (``read``, carried in the registered answer, each used once)
+as long as no role has been due in this run's main pass on any host (the run's marker file: a role
+that ran may have changed what later inputs read, a certificate or a secret). The drift check
+still runs.
 """
 
 from __future__ import annotations

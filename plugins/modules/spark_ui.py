@@ -99,7 +99,6 @@ unit:
 """
 
 import json
-import subprocess
 import urllib.error
 
 from ansible.module_utils.basic import AnsibleModule
@@ -133,9 +132,8 @@ def read(url, token, timeout):
             "msg": "" if status < 400 else f"HTTP {status}"}
 
 
-def unit_state(unit):
-    shown = subprocess.run(["systemctl", "show", "--property", "ActiveState,SubState,ExecMainStatus", unit],
-                           capture_output=True, text=True, check=False).stdout
+def unit_state(module, unit):
+    shown = module.run_command(["systemctl", "show", "--property", "ActiveState,SubState,ExecMainStatus", unit])[1]
     return dict(line.split("=", 1) for line in shown.splitlines() if "=" in line)
 
 
@@ -160,7 +158,7 @@ def main():
     result = {"changed": False, "status": first["status"], "json": first["json"], "content": first["content"],
               "answers": [{k: a[k] for k in ("url", "status", "json", "msg")} for a in answers], "leader": leader}
     if module.params["unit"]:
-        result["unit"] = unit_state(module.params["unit"])
+        result["unit"] = unit_state(module, module.params["unit"])
     if not any(a["status"] == 200 for a in answers):
         module.fail_json(msg="no Spark UI answered: " + "; ".join(f"{a['url']}: {a['msg']}" for a in answers), **result)
     module.exit_json(**result)

@@ -88,3 +88,13 @@ def test_the_leader_among_several_masters_and_one_that_does_not_answer(ui, tmp_p
 def test_an_unreadable_token_file_fails_and_says_so(tmp_path, capsys):
     result = run({"url": "http://127.0.0.1:1/json/", "token_file": str(tmp_path)}, capsys)
     assert result["failed"] and "cannot read the Spark UI token" in result["msg"]
+
+
+def test_the_units_state_comes_with_the_answer(ui, tmp_path, capsys, monkeypatch):
+    systemctl = tmp_path / "systemctl"
+    systemctl.write_text("#!/bin/sh\nprintf 'ActiveState=activating\\nSubState=auto-restart\\nExecMainStatus=1\\n'\n")
+    systemctl.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:/usr/bin:/bin")
+    result = run({"url": ui({"status": "ALIVE"}), "token_file": str(tmp_path / "absent"), "unit": "spark-worker"},
+                 capsys)
+    assert result["unit"] == {"ActiveState": "activating", "SubState": "auto-restart", "ExecMainStatus": "1"}

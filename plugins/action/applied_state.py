@@ -33,6 +33,14 @@ preflight's inputs and declarations (``read``, carried in the registered answer,
 as long as no role has been due in this run's main pass on any host (the run's marker file: a role
 that ran may have changed what later inputs read, a certificate or a secret). The drift check
 still runs.
+
+A host where nothing changed costs a run one call: site.yml first fingerprints what every input
+comes from (``sources``: the collection's code, the inventory's groups and each host's variables as
+written, the facts the code names, the environment variables its lookups read), then asks each host
+(``scan``) whether it is as the last run that went through every layer left it (``mark``, at the
+end of site.yml): the same sources, each role's record as then, and no drift in any role (the
+records' files, units, packages and probes). Those hosts join the group sparkfleet_unchanged, which
+site.yml's plays leave out; the others go through the gates as above.
 """
 
 from __future__ import annotations
@@ -56,7 +64,7 @@ IDENTIFIER = re.compile(r"\b[a-z_][a-z0-9_]*\b")
 INCLUDED_ROLE = re.compile(r"\bsparkfleet\.cluster\.([a-z_][a-z0-9_]*)\b")
 # The run's own switches and Ansible's magic variables: not inputs of what a role applies.
 NOT_INPUTS = frozenset((
-    "sparkfleet_preflight", "sparkfleet_bake", "sparkfleet_skip_unchanged", "sparkfleet_run_group",
+    "sparkfleet_preflight", "sparkfleet_bake", "sparkfleet_skip_unchanged", "sparkfleet_run_group", "sparkfleet_leave_out",
     "sparkfleet_strict_inputs", "hostvars", "vars", "groups", "play_hosts", "omit", "playbook_dir", "role_path",
     "role_name", "role_names", "inventory_dir", "inventory_file", "environment", "item", "ansible_facts",
     "ansible_play_hosts", "ansible_play_hosts_all", "ansible_play_batch", "ansible_run_tags", "ansible_skip_tags",
@@ -78,6 +86,16 @@ DYNAMIC = re.compile(r"hostvars|\bvars\b|lookup\(|query\(|\bq\(|ansible_|\bnow\(
 # What of each host's facts a role's result may depend on: where it is, how big, what it runs.
 FACTS = ("memtotal_mb", "processor_vcpus", "processor_nproc", "distribution", "distribution_version",
          "architecture", "kernel")
+
+# Groups the collection's playbooks make for one run: not part of the inventory.
+RUN_GROUPS = frozenset(("sparkfleet_unchanged", "sparkfleet_replace_converge", "sparkfleet_replaced",
+                        "sparkfleet_autoscale_converge", "sparkfleet_removed", "sparkfleet_bake"))
+# Facts tasks set during a run (the GPU facts module, getent, service and package facts): what the
+# host is, the drift check's; not what a role is asked to make of it.
+RUN_FACTS = frozenset(("nvidia_gpu", "getent_passwd", "getent_group", "services", "packages", "local"))
+ENV_LOOKUP = re.compile(r"lookup\(\s*['\"](?:ansible\.builtin\.)?env['\"]\s*,\s*['\"]([A-Za-z_][A-Za-z0-9_]*)['\"]")
+NAMED_FACT = re.compile(r"ansible_facts(?:\.|\[['\"])([a-z_][a-z0-9_]*)|\bansible_([a-z_][a-z0-9_]*)")
+UNCHANGED_GROUP = "sparkfleet_unchanged"
 
 _CACHE = {}
 
@@ -189,6 +207,27 @@ def _hostvars_read_once(hostvars):
     return once
 
 
+def _collection_code():
+    """The hash of the collection's roles, plugins and playbooks, the facts they name and the
+    environment variables their lookups read."""
+    if "collection" not in _CACHE:
+        digest, facts, env = hashlib.sha256(), set(), set()
+        for top in ("roles", "plugins", "playbooks"):
+            for path in _tree(os.path.join(COLLECTION, top)):
+                data = _read(path)
+                digest.update(os.path.relpath(path, COLLECTION).encode() + b"\0" + data + b"\0")
+                text = to_text(data, errors="replace")
+                facts.update(a or b for a, b in NAMED_FACT.findall(text))
+                env.update(ENV_LOOKUP.findall(text))
+        _CACHE["collection"] = (digest.hexdigest(), frozenset(facts) - RUN_FACTS, frozenset(env))
+    return _CACHE["collection"]
+
+
+def _inventory_groups(task_vars):
+    """The inventory's groups, without those a playbook of the collection made for one run."""
+    return dict((g, m) for g, m in (task_vars.get("groups") or {}).items() if g not in RUN_GROUPS)
+
+
 def _fingerprint(value):
     return hashlib.sha256(json.dumps(value, sort_keys=True, default=repr).encode()).hexdigest()[:16]
 
@@ -197,7 +236,7 @@ class ActionModule(ActionBase):
     """Check a host against its records (``roles``), or record the roles that ran (``record``)."""
 
     TRANSFERS_FILES = False
-    _VALID_ARGS = frozenset(("roles", "record", "path"))
+    _VALID_ARGS = frozenset(("roles", "record", "path", "sources", "scan", "mark"))
     _peers_seen = None
 
     def __init__(self, *args, **kwargs):
@@ -271,8 +310,8 @@ class ActionModule(ActionBase):
         # is, not what the role is asked to make of it: its value depends on when the run read it
         # and on what the fact cache kept. The host's state is the drift check's; FACTS, its size.
         facts = task_vars.get("ansible_facts") or {}
-        inputs = {"code": code[:16], "groups": _fingerprint(task_vars.get("groups", {})),
-                  "group_names": _fingerprint(task_vars.get("group_names", [])),
+        inputs = {"code": code[:16], "groups": _fingerprint(_inventory_groups(task_vars)),
+                  "group_names": _fingerprint([g for g in task_vars.get("group_names", []) if g not in RUN_GROUPS]),
                   "hosts": _fingerprint(self._peers(task_vars))}
         own = {}
         for name in _role_closure(role):
@@ -320,6 +359,12 @@ class ActionModule(ActionBase):
         record = self._task.args.get("record")
         if record is not None:
             return self._record(result, record, path, task_vars)
+        if self._task.args.get("sources"):
+            return dict(result, changed=False, sources=self._sources(task_vars))
+        if self._task.args.get("scan"):
+            return self._scan(result, self._task.args["scan"], path, task_vars)
+        if self._task.args.get("mark"):
+            return self._mark(result, self._task.args["mark"], path, task_vars)
         roles = self._task.args.get("roles") or []
         if not isinstance(roles, list):
             raise AnsibleError("applied_state: roles must be a list of role names")
@@ -341,6 +386,9 @@ class ActionModule(ActionBase):
             else:
                 wanted[role] = dict(declared, inputs=inputs)
         result["roles"] = wanted
+        # Every role a gate of this run looked at on this host: what the run's record (mark) lists.
+        gated = list(earlier.get("gated", [])) if isinstance(earlier, dict) else []
+        result["gated"] = gated + [r for r in roles if r not in gated]
         # What the preflight read, for the main pass of the same play; a main pass uses it once.
         result["read"] = (dict(read, **wanted) if preflight
                           else dict((r, v) for r, v in read.items() if r not in roles))
@@ -388,14 +436,71 @@ class ActionModule(ActionBase):
                 pass
         return result
 
-    def _record(self, result, record, path, task_vars):
-        why = None
+    def _why_not_record(self, task_vars):
         if task_vars.get("sparkfleet_preflight"):
-            why = "the preflight pass applies nothing"
-        elif self._task.check_mode:
-            why = "check mode applies nothing"
-        elif list(task_vars.get("ansible_run_tags", ["all"])) != ["all"] or task_vars.get("ansible_skip_tags"):
-            why = "a run limited by tags may not have applied a role whole"
+            return "the preflight pass applies nothing"
+        if self._task.check_mode:
+            return "check mode applies nothing"
+        if list(task_vars.get("ansible_run_tags", ["all"])) != ["all"] or task_vars.get("ansible_skip_tags"):
+            return "a run limited by tags may not have applied a role whole"
+        return None
+
+    def _sources(self, task_vars):
+        """The fingerprint of what every role's inputs come from, for every host of the inventory:
+        the collection's code, the groups, each host's variables as the inventory and the extra
+        variables give them (untemplated, but for those that call a lookup), its addresses and
+        the facts the code names, and the environment variables the code's lookups read."""
+        code, named_facts, env = _collection_code()
+        hostvars = task_vars.get("hostvars", {})
+        groups = task_vars.get("groups", {})
+        produced = _produced_names()
+        hosts = {}
+        for host in sorted(groups.get("all", [])):
+            raw = hostvars.raw_get(host) if isinstance(hostvars, HostVars) else hostvars.get(host, {})
+            facts = raw.get("ansible_facts", {}) or {}
+            variables = {}
+            for name, value in raw.items():
+                if (name in NOT_INPUTS or name in produced or name in facts or name in ("omit", "module_setup")
+                        or name.startswith("ansible_") and name not in ("ansible_host", "ansible_port", "ansible_user")):
+                    continue
+                if DYNAMIC.search(to_text(value, errors="replace")) and "lookup(" in to_text(value, errors="replace"):
+                    value = self._template(self._templar.copy_with_new_env(available_variables=raw), value)
+                variables[name] = value
+            hosts[host] = {"vars": variables, "facts": dict((k, facts.get(k)) for k in sorted(named_facts) if k in facts)}
+        return _fingerprint({
+            "code": code,
+            "groups": _inventory_groups(task_vars),
+            "hosts": hosts,
+            "env": dict((name, os.environ.get(name)) for name in sorted(env)),
+        })
+
+    def _scan(self, result, sources, path, task_vars):
+        """Whether the host is as the last whole run left it; if so, it joins sparkfleet_unchanged."""
+        if not boolean(self._templar.template(task_vars.get("sparkfleet_skip_unchanged", True)), strict=False):
+            return dict(result, changed=False, unchanged=False, reasons=["sparkfleet_skip_unchanged is false"])
+        answer = self._execute_module(module_name="sparkfleet.cluster.applied_state",
+                                      module_args=dict(state="scan", path=path, sources=sources), task_vars=task_vars)
+        result.update(answer)
+        if answer.get("unchanged"):
+            result.update(add_group=UNCHANGED_GROUP, parent_groups=["all"])
+        return result
+
+    def _mark(self, result, sources, path, task_vars):
+        """The record of a run that went through every layer on this host: its sources and the
+        roles its gates looked at."""
+        applied = task_vars.get("__sparkfleet_applied")
+        why = self._why_not_record(task_vars) or (None if isinstance(applied, dict) and applied.get("gated")
+                                                  else "no layer's gate ran on this host")
+        if why:
+            return dict(result, changed=False, marked=[], msg=why)
+        answer = self._execute_module(module_name="sparkfleet.cluster.applied_state",
+                                      module_args=dict(state="mark", path=path, sources=sources,
+                                                       roles=dict((r, True) for r in applied["gated"])),
+                                      task_vars=task_vars)
+        return dict(result, **answer)
+
+    def _record(self, result, record, path, task_vars):
+        why = self._why_not_record(task_vars)
         if why or not record.get("due"):
             result.update(changed=False, recorded=[], msg=why or "no role was due")
             return result

@@ -25,9 +25,12 @@ author:
   - sparkfleet maintainers (!UNKNOWN)
 options:
   state:
-    description: V(check) compares, V(record) writes.
+    description:
+      - V(check) compares, V(record) writes.
+      - V(scan) answers whether the whole host is as the last run that went through every layer left it
+        (O(sources) equal, each role's record as then, no drift); V(mark) writes that run's record.
     type: str
-    choices: [check, record]
+    choices: [check, record, scan, mark]
     default: check
   path:
     description: Where the records are kept.
@@ -36,9 +39,14 @@ options:
   roles:
     description:
       - Per role name, C(inputs) (a dict of input name to hash) and the role's declared state
-        (C(files), C(units), C(packages), C(probes)).
+        (C(files), C(units), C(packages), C(probes)). With V(mark), the roles the run applied or
+        found unchanged (any value).
     type: dict
-    required: true
+  sources:
+    description:
+      - With V(scan) and V(mark), the fingerprint of everything the roles' inputs come from
+        (the action computes it on the controller).
+    type: str
   drift:
     description:
       - With V(false), C(check) compares the records and the inputs only, not the host's files, units,
@@ -51,6 +59,8 @@ notes:
     its size, modification time, change time or inode differ from the record's.
   - A unit must be active and enabled; a package installed (dpkg); a probe (a command run without
     a shell) must print what it printed when recorded.
+  - The run record (C(run.json) under O(path)) holds O(sources) and a checksum of each role's record
+    as the run left it; a role applied since by one layer's playbook alone no longer matches.
 """
 
 EXAMPLES = r"""
@@ -67,9 +77,13 @@ due:
   elements: str
   returned: always
 reasons:
-  description: Per due role, why (the first few differences).
-  type: dict
+  description: Per due role, why (the first few differences). With V(scan), a list.
+  type: raw
   returned: always
+unchanged:
+  description: With V(scan), whether the host is as the last whole run left it.
+  type: bool
+  returned: when state is scan
 check:
   description:
     - Returned by the action only. The due roles whose checks (their C(validate) entry point) the play
@@ -96,6 +110,8 @@ from ansible.module_utils.basic import AnsibleModule
 
 # Enough to say why; a role with many differences is due either way.
 MAX_REASONS = 5
+# The record of the last run that went through every layer (no role is named run).
+RUN = "run"
 
 
 def _sha1(path):
@@ -212,6 +228,22 @@ def _read(directory, role):
         return None
 
 
+def _drift(module, record, units, packages):
+    """What differs on the host from a role's record: its files and probes as recorded, the units
+    and packages it declares."""
+    signatures = record.get("signatures", {})
+    known = dict((path, (value, signatures.get(path))) for path, value in record.get("files", {}).items())
+    current, _signatures = _files_state(list(record.get("files", {})), known)
+    reasons = ["file %s %s" % (path, "is gone" if current[path] == "absent" else "changed")
+               for path, value in sorted(record.get("files", {}).items()) if current.get(path) != value]
+    reasons.extend(_units_bad(_units_state(module, units)))
+    reasons.extend("package %s is not installed" % name for name in _packages_missing(module, packages))
+    probes = _probes_state(module, [json.loads(probe) for probe in sorted(record.get("probes", {}))])
+    reasons.extend("probe %s answers otherwise" % " ".join(json.loads(probe))
+                   for probe, value in sorted(probes.items()) if record["probes"][probe] != value)
+    return reasons
+
+
 def _check(module, directory, role, want, drift=True):
     record = _read(directory, role)
     if record is None:
@@ -223,17 +255,56 @@ def _check(module, directory, role, want, drift=True):
         reasons.append("inputs changed: %s" % ", ".join(changed[:10]))
     if not drift:
         return reasons
-    signatures = record.get("signatures", {})
-    known = dict((path, (value, signatures.get(path))) for path, value in record.get("files", {}).items())
-    current, _signatures = _files_state(list(record.get("files", {})), known)
-    reasons.extend("file %s %s" % (path, "is gone" if current[path] == "absent" else "changed")
-                   for path, value in sorted(record.get("files", {}).items()) if current.get(path) != value)
-    reasons.extend(_units_bad(_units_state(module, want.get("units", []))))
-    reasons.extend("package %s is not installed" % name for name in _packages_missing(module, want.get("packages", [])))
-    probes = _probes_state(module, want.get("probes", []))
-    reasons.extend("probe %s answers otherwise" % " ".join(json.loads(probe))
-                   for probe, value in sorted(probes.items()) if record.get("probes", {}).get(probe) != value)
+    if sorted(json.dumps(p) for p in want.get("probes", [])) != sorted(record.get("probes", {})):
+        reasons.append("its probes changed")
+    reasons.extend(_drift(module, record, want.get("units", []), want.get("packages", [])))
+    if not reasons and [record.get("units"), record.get("packages")] != [want.get("units", []), want.get("packages", [])]:
+        # A record written before records named their units and packages: the role is as declared
+        # (not due), so they are the ones it applied; the run's scan needs them.
+        record.update(units=want.get("units", []), packages=want.get("packages", []))
+        _save(directory, role, record)
     return reasons
+
+
+def _scan(module, directory, sources):
+    """Whether the host is as the last whole run left it: the same sources, each role's record
+    as that run left it, and no drift in any of them (one systemctl and one dpkg call for all)."""
+    try:
+        with open(_record_path(directory, RUN), "rb") as handle:
+            run = json.loads(handle.read())
+    except (OSError, ValueError):
+        return ["no record of a run that went through every layer"]
+    if run.get("sources") != sources:
+        return ["what the roles' inputs come from changed since the last whole run"]
+    reasons, units, packages = [], [], []
+    for role, digest in sorted(run.get("roles", {}).items()):
+        record = _read(directory, role)
+        if record is None or digest is None or _digest(directory, role) != digest:
+            reasons.append("%s was applied since the last whole run, or declares nothing to check" % role)
+            continue
+        units.extend(u for u in record.get("units", []) if u not in units)
+        packages.extend(p for p in record.get("packages", []) if p not in packages)
+        reasons.extend(_drift(module, record, [], []))
+    reasons.extend(_units_bad(_units_state(module, units)))
+    reasons.extend("package %s is not installed" % name for name in _packages_missing(module, packages))
+    return reasons
+
+
+def _digest(directory, role):
+    try:
+        with open(_record_path(directory, role), "rb") as handle:
+            return hashlib.sha1(handle.read()).hexdigest()
+    except OSError:
+        return None
+
+
+def _save(directory, name, content):
+    os.makedirs(directory, mode=0o700, exist_ok=True)
+    handle, tmp = tempfile.mkstemp(dir=directory, prefix=".%s." % name)
+    with os.fdopen(handle, "w") as out:
+        json.dump(content, out, sort_keys=True, indent=1)
+    os.chmod(tmp, 0o600)
+    os.replace(tmp, _record_path(directory, name))
 
 
 def _write(directory, role, want, module):
@@ -242,32 +313,39 @@ def _write(directory, role, want, module):
     # change again within the same tick unseen. Those are read again on the next check.
     settled = time.time_ns() - 2 * 10**9
     signatures = dict((path, value) for path, value in signatures.items() if value[2] < settled)
-    record = {
+    _save(directory, role, {
         "inputs": want.get("inputs", {}),
         "files": files,
         "signatures": signatures,
         "probes": _probes_state(module, want.get("probes", [])),
-    }
-    os.makedirs(directory, mode=0o700, exist_ok=True)
-    handle, tmp = tempfile.mkstemp(dir=directory, prefix=".%s." % role)
-    with os.fdopen(handle, "w") as out:
-        json.dump(record, out, sort_keys=True, indent=1)
-    os.chmod(tmp, 0o600)
-    os.replace(tmp, _record_path(directory, role))
+        "units": want.get("units", []),
+        "packages": want.get("packages", []),
+    })
 
 
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            state=dict(type="str", choices=["check", "record"], default="check"),
+            state=dict(type="str", choices=["check", "record", "scan", "mark"], default="check"),
             path=dict(type="path", default="/var/lib/sparkfleet/applied"),
-            roles=dict(type="dict", required=True),
+            roles=dict(type="dict"),
+            sources=dict(type="str"),
             drift=dict(type="bool", default=True),
         ),
+        required_if=[("state", "check", ["roles"]), ("state", "record", ["roles"]),
+                     ("state", "scan", ["sources"]), ("state", "mark", ["sources", "roles"])],
         supports_check_mode=True,
     )
-    directory, roles = module.params["path"], module.params["roles"]
-    if module.params["state"] == "record":
+    directory, roles, state = module.params["path"], module.params["roles"], module.params["state"]
+    if state == "scan":
+        reasons = _scan(module, directory, module.params["sources"])
+        module.exit_json(changed=False, unchanged=not reasons, reasons=reasons[:MAX_REASONS])
+    if state == "mark":
+        if not module.check_mode:
+            _save(directory, RUN, {"sources": module.params["sources"],
+                                   "roles": dict((role, _digest(directory, role)) for role in sorted(roles))})
+        module.exit_json(changed=False, marked=sorted(roles))
+    if state == "record":
         if not module.check_mode:
             for role, want in roles.items():
                 _write(directory, role, want, module)

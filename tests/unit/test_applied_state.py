@@ -243,6 +243,23 @@ def test_a_fact_a_module_set_is_no_input(action):
     assert inputs[0] == inputs[1] == inputs[2]
 
 
+def test_the_groups_a_playbook_makes_for_one_run_are_no_input(action):
+    """site.yml's sparkfleet_unchanged and a replacement's groups scope a run: with them in the
+    groups' fingerprint, the hosts a run goes through would find every role due."""
+    import types  # pylint: disable=import-outside-toplevel
+    from ansible.parsing.dataloader import DataLoader  # pylint: disable=import-outside-toplevel
+    from ansible.template import Templar  # pylint: disable=import-outside-toplevel
+    task = types.SimpleNamespace(args={}, check_mode=False, async_val=0, action="sparkfleet.cluster.applied_state")
+    plugin = action.ActionModule(task, None, None, DataLoader(), Templar(loader=DataLoader()), None)
+    base = {"inventory_hostname": "w1", "groups": {"all": ["w1", "w2"], "spark_workers": ["w1", "w2"]},
+            "group_names": ["spark_workers"], "hostvars": {"w1": {}, "w2": {}}}
+    scoped = dict(base, groups=dict(base["groups"], sparkfleet_unchanged=["w2"], sparkfleet_replace_converge=["w1"]),
+                  group_names=["spark_workers", "sparkfleet_replace_converge"])
+    grown = dict(base, groups=dict(base["groups"], spark_workers=["w1"]))
+    inputs = [plugin._inputs("docker", task_vars)[0] for task_vars in (base, scoped, grown)]
+    assert inputs[0] == inputs[1] and inputs[0]["groups"] != inputs[2]["groups"]
+
+
 def test_pki_does_not_track_the_directory_the_issuing_roles_write_into():
     """The issue entry point writes each calling role's certificate into pki_cert_dir in a later
     layer than pki's own: had pki declared that directory, every converge would leave it due."""
@@ -394,3 +411,103 @@ def test_the_main_pass_takes_what_the_preflight_read_until_a_role_was_due(action
     drift = {"due": [], "reasons": {}}
     assert gate(["monitoring"], {"x": 3, "__sparkfleet_applied": answer})["roles"]["monitoring"]["inputs"]["x"] == 3
     assert templated == ["monitoring"]
+
+
+# The run's record: a host as the last whole run left it is left out of site.yml's plays.
+
+def scan(host, sources="s1"):
+    return run({"state": "scan", "path": str(host / "records"), "sources": sources}, host)
+
+
+def mark(host, sources="s1", roles=("app",)):
+    return run({"state": "mark", "path": str(host / "records"), "sources": sources,
+                "roles": dict((r, True) for r in roles)}, host)
+
+
+def test_a_host_is_unchanged_only_as_the_last_whole_run_left_it(host):
+    answer = scan(host)
+    assert [answer["changed"], answer["unchanged"]] == [False, False]
+    assert answer["reasons"] == ["no record of a run that went through every layer"]
+    record(host, declared(host))
+    assert mark(host)["marked"] == ["app"]
+    assert scan(host)["unchanged"] is True
+    assert scan(host, "s2")["reasons"] == ["what the roles' inputs come from changed since the last whole run"]
+    # Drift in any role's files.
+    (host / "etc" / "app" / "app.conf").write_text("port = 2\n")
+    assert scan(host)["reasons"] == ["file %s changed" % (host / "etc" / "app" / "app.conf")]
+    # The role applied again since (its layer's playbook alone): its record is not the run's.
+    record(host, declared(host))
+    assert scan(host)["reasons"] == ["app was applied since the last whole run, or declares nothing to check"]
+    mark(host)
+    assert scan(host)["unchanged"] is True
+    # A role the run's gates listed without a record (it declares nothing): never unchanged.
+    mark(host, roles=("app", "undeclared"))
+    assert scan(host)["reasons"] == ["undeclared was applied since the last whole run, or declares nothing to check"]
+
+
+def test_the_scan_checks_the_recorded_probes_and_packages(host):
+    flag = host / "flag"
+    flag.write_text("joined\n")
+    packages = ["dpkg"] if os.path.exists("/usr/bin/dpkg-query") else []
+    record(host, declared(host, probes=[["cat", str(flag)]], packages=packages))
+    mark(host)
+    assert scan(host)["unchanged"] is True
+    flag.write_text("left\n")
+    assert scan(host)["reasons"] == ["probe cat %s answers otherwise" % flag]
+    flag.write_text("joined\n")
+    if not packages:
+        pytest.skip("no dpkg-query on this machine: the package check is Debian's")
+    saved = json.loads((host / "records" / "app.json").read_text())
+    saved["packages"] = ["dpkg", "sparkfleet-no-such-package"]
+    (host / "records" / "app.json").write_text(json.dumps(saved))
+    mark(host)
+    assert scan(host)["reasons"] == ["package sparkfleet-no-such-package is not installed"]
+
+
+def test_a_record_older_than_its_units_and_packages_gets_them_when_the_role_is_not_due(host):
+    want = declared(host, units=[], packages=["dpkg"] if os.path.exists("/usr/bin/dpkg-query") else [])
+    record(host, want)
+    saved = json.loads((host / "records" / "app.json").read_text())
+    del saved["units"], saved["packages"]
+    (host / "records" / "app.json").write_text(json.dumps(saved))
+    assert check(host, want)["due"] == []
+    saved = json.loads((host / "records" / "app.json").read_text())
+    assert [saved["units"], saved["packages"]] == [want["units"], want["packages"]]
+
+
+def test_the_sources_change_with_what_inputs_come_from_and_only_that(action, monkeypatch):
+    """The fingerprint covers the inventory's groups, each host's variables as written and the facts the
+    code names; not the run's own groups, switches and results, nor facts no role reads."""
+    from ansible.parsing.dataloader import DataLoader  # pylint: disable=import-outside-toplevel
+    from ansible.template import Templar  # pylint: disable=import-outside-toplevel
+    import types  # pylint: disable=import-outside-toplevel
+    task = types.SimpleNamespace(args={"sources": True}, check_mode=False, async_val=0,
+                                 action="sparkfleet.cluster.applied_state")
+    plugin = action.ActionModule(task, None, None, DataLoader(), Templar(loader=DataLoader()), None)
+
+    def sources(change=lambda v: None):
+        facts = {"memtotal_mb": 4096, "uptime_seconds": 10, "default_ipv4": {"address": "10.0.0.2"}}
+        task_vars = {
+            "groups": {"all": ["m", "w"], "spark_workers": ["w"], "sparkfleet_replaced": ["w"]},
+            "hostvars": {"m": {"spark_version": "4.0.1", "ansible_host": "10.0.0.1", "ansible_facts": dict(facts)},
+                         "w": {"spark_version": "4.0.1", "omit": "__omit_1", "__sparkfleet_applied": {"due": []},
+                               "sparkfleet_run_group": "x", "ansible_facts": dict(facts)}},
+        }
+        change(task_vars)
+        return plugin._sources(task_vars)  # pylint: disable=protected-access
+
+    same = sources()
+    assert sources() == same
+    for unrelated in (lambda v: v["hostvars"]["w"].update(omit="__omit_2", sparkfleet_run_group="y"),
+                      lambda v: v["hostvars"]["w"].update(__sparkfleet_applied={"due": ["java"]}),
+                      lambda v: v["hostvars"]["m"]["ansible_facts"].update(uptime_seconds=99),
+                      lambda v: v["groups"].update(sparkfleet_unchanged=["m"])):
+        assert sources(unrelated) == same
+    for related in (lambda v: v["hostvars"]["w"].update(spark_version="3.5.8"),
+                    lambda v: v["hostvars"]["m"].update(ansible_host="10.0.0.9"),
+                    lambda v: v["groups"].update(spark_workers=["w", "m"]),
+                    lambda v: v["hostvars"]["m"]["ansible_facts"].update(memtotal_mb=8192),
+                    lambda v: v["hostvars"]["w"]["ansible_facts"]["default_ipv4"].update(address="10.0.0.7")):
+        assert sources(related) != same
+    monkeypatch.setenv("HOME", "/elsewhere")  # a lookup of the code reads it
+    assert sources() != same

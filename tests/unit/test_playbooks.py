@@ -16,7 +16,7 @@ def _yaml(path):
 
 
 def _imports(name):
-    return [p["ansible.builtin.import_playbook"] for p in _yaml(PLAYBOOKS / name)]
+    return [p["ansible.builtin.import_playbook"] for p in _yaml(PLAYBOOKS / name) if "ansible.builtin.import_playbook" in p]
 
 
 def test_root_site_is_the_collection_playbook():
@@ -32,6 +32,34 @@ def test_preflight_runs_every_layer_of_site_in_order():
     assert all(p.get("vars", {}).get("sparkfleet_preflight") is True for p in preflight if "ansible.builtin.import_playbook" in p)
 
 
+def test_site_leaves_out_the_hosts_the_last_whole_run_left_as_they_are():
+    """site.yml fingerprints the inputs' sources once, asks each host whether it is as the last whole
+    run left it (always, whatever the tags), gives every import the pattern that leaves those hosts
+    out, and records the run last, on the hosts it went through."""
+    plays = _yaml(PLAYBOOKS / "site.yml")
+    scan, *imports, mark = plays
+    sources, check = scan["tasks"]
+    assert sources["sparkfleet.cluster.applied_state"] == {"sources": True} and sources["run_once"] is True
+    assert sources["register"] == "__sparkfleet_sources"
+    assert check["sparkfleet.cluster.applied_state"] == {"scan": "{{ __sparkfleet_sources.sources }}"}
+    assert check["changed_when"] is False and check["become"] is True
+    assert all(t["tags"] == ["always"] for t in scan["tasks"] + mark["tasks"])
+    leave_out = [p["vars"]["sparkfleet_leave_out"] for p in imports]
+    assert len(set(leave_out)) == 1 and mark["vars"]["sparkfleet_leave_out"] == leave_out[0]
+    (record,) = mark["tasks"]
+    assert record["sparkfleet.cluster.applied_state"] == {"mark": "{{ __sparkfleet_sources.sources }}"}
+    # With nothing unchanged the pattern adds nothing (no warning about a group that does not exist);
+    # with a host unchanged, it is left out.
+    every = _inventory(sparkfleet_leave_out=leave_out[0])
+    assert every.play_hosts(mark["hosts"]) == every.play_hosts("all")
+    unchanged = _inventory(sparkfleet_leave_out=leave_out[0], unchanged=["spark_workers-1"])
+    assert "spark_workers-1" not in unchanged.play_hosts(mark["hosts"])
+    for layer in ["preflight.yml"] + _imports("site.yml")[1:]:
+        for play in _yaml(PLAYBOOKS / layer):
+            if "hosts" in play and play["hosts"] != "localhost":
+                assert "spark_workers-1" not in unchanged.play_hosts(play["hosts"]), f"{layer}: {play['name']}"
+
+
 COMPONENT_GROUPS = set(yaml.safe_load((ROOT / "inventories" / "components.yml").read_text()))
 # One host in each component group (and one in none), and the group a run is narrowed to
 # (replace_worker.yml's): a replaced worker and a master that keeps its membership.
@@ -39,10 +67,12 @@ INVENTORY = {group: [f"{group}-1"] for group in sorted(COMPONENT_GROUPS)}
 NARROWED = ["spark_workers-1", "spark_masters-1"]
 
 
-def _inventory(swarm=True, **extra):
+def _inventory(swarm=True, unchanged=None, **extra):
     groups = {g: hosts for g, hosts in INVENTORY.items() if swarm or g != "swarm_managers"}
-    return RoleRenderer(groups={**groups, "sparkfleet_replace_converge": NARROWED}, hostvars={"stranger": {}},
-                        extra=extra)
+    groups["sparkfleet_replace_converge"] = NARROWED
+    if unchanged:
+        groups["sparkfleet_unchanged"] = unchanged
+    return RoleRenderer(groups=groups, hostvars={"stranger": {}}, extra=extra)
 
 
 def test_layer_plays_read_only_in_preflight_and_target_component_groups():

@@ -393,11 +393,12 @@ class Bench:
             self.lab(size)
             out["cold"] = self.record(config, size, "cold", self.playbook(config, site, size, label="cold"))
         if "cold" not in figures:
-            # The cluster of this size as it is, created and converged (untimed) when missing.
+            # The cluster of this size, created when missing, and converged (untimed) with this
+            # bench's inventory: a cluster left by make lab or another bench is converged with another,
+            # and the no-op must follow a converge with the same inputs.
             missing = [h for h in self.hosts(size) if not self.container_exists(h)]
             self.lab(size)
-            if missing:
-                self.playbook("tuned", site, size, label=f"warm-up (new: {', '.join(missing)})")
+            self.playbook("tuned", site, size, label="warm-up" + (f" (new: {', '.join(missing)})" if missing else ""))
         if "noop" in figures:
             run = self.playbook(config, site, size, label="noop")
             note = "" if run.stats.get("changed", 0) == 0 else f"changed={run.stats.get('changed')}"

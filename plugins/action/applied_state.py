@@ -93,6 +93,9 @@ RUN_GROUPS = frozenset(("sparkfleet_unchanged", "sparkfleet_replace_converge", "
 # Facts tasks set during a run (the GPU facts module, getent, service and package facts): what the
 # host is, the drift check's; not what a role is asked to make of it.
 RUN_FACTS = frozenset(("nvidia_gpu", "getent_passwd", "getent_group", "services", "packages", "local"))
+# A container engine's bridges add addresses once it runs: facts gathered before and after disagree.
+# What other hosts reach a host at is the peers' view (host_addresses leaves the bridges out).
+ENGINE_FACTS = frozenset(("all_ipv4_addresses", "all_ipv6_addresses"))
 ENV_LOOKUP = re.compile(r"lookup\(\s*['\"](?:ansible\.builtin\.)?env['\"]\s*,\s*['\"]([A-Za-z_][A-Za-z0-9_]*)['\"]")
 NAMED_FACT = re.compile(r"ansible_facts(?:\.|\[['\"])([a-z_][a-z0-9_]*)|\bansible_([a-z_][a-z0-9_]*)")
 UNCHANGED_GROUP = "sparkfleet_unchanged"
@@ -219,7 +222,7 @@ def _collection_code():
                 text = to_text(data, errors="replace")
                 facts.update(a or b for a, b in NAMED_FACT.findall(text))
                 env.update(ENV_LOOKUP.findall(text))
-        _CACHE["collection"] = (digest.hexdigest(), frozenset(facts) - RUN_FACTS, frozenset(env))
+        _CACHE["collection"] = (digest.hexdigest(), frozenset(facts) - RUN_FACTS - ENGINE_FACTS, frozenset(env))
     return _CACHE["collection"]
 
 
@@ -449,11 +452,13 @@ class ActionModule(ActionBase):
         """The fingerprint of what every role's inputs come from, for every host of the inventory:
         the collection's code, the groups, each host's variables as the inventory and the extra
         variables give them (untemplated, but for those that call a lookup), its addresses and
-        the facts the code names, and the environment variables the code's lookups read."""
+        size as the gate's inputs see them, the other facts the code names, and the environment
+        variables the code's lookups read."""
         code, named_facts, env = _collection_code()
         hostvars = task_vars.get("hostvars", {})
         groups = task_vars.get("groups", {})
         produced = _produced_names()
+        peers = self._peers(task_vars)
         hosts = {}
         for host in sorted(groups.get("all", [])):
             raw = hostvars.raw_get(host) if isinstance(hostvars, HostVars) else hostvars.get(host, {})
@@ -466,7 +471,8 @@ class ActionModule(ActionBase):
                 if DYNAMIC.search(to_text(value, errors="replace")) and "lookup(" in to_text(value, errors="replace"):
                     value = self._template(self._templar.copy_with_new_env(available_variables=raw), value)
                 variables[name] = value
-            hosts[host] = {"vars": variables, "facts": dict((k, facts.get(k)) for k in sorted(named_facts) if k in facts)}
+            hosts[host] = {"vars": variables, "peer": peers.get(host),
+                           "facts": dict((k, facts.get(k)) for k in sorted(named_facts) if k in facts)}
         return _fingerprint({
             "code": code,
             "groups": _inventory_groups(task_vars),

@@ -486,7 +486,8 @@ def test_the_sources_change_with_what_inputs_come_from_and_only_that(action, mon
     plugin = action.ActionModule(task, None, None, DataLoader(), Templar(loader=DataLoader()), None)
 
     def sources(change=lambda v: None):
-        facts = {"memtotal_mb": 4096, "uptime_seconds": 10, "default_ipv4": {"address": "10.0.0.2"}}
+        facts = {"memtotal_mb": 4096, "uptime_seconds": 10, "default_ipv4": {"address": "10.0.0.2"},
+                 "interfaces": ["eth0"], "eth0": {"ipv4": {"address": "10.0.0.2"}}, "all_ipv4_addresses": ["10.0.0.2"]}
         task_vars = {
             "groups": {"all": ["m", "w"], "spark_workers": ["w"], "sparkfleet_replaced": ["w"]},
             "hostvars": {"m": {"spark_version": "4.0.1", "ansible_host": "10.0.0.1", "ansible_facts": dict(facts)},
@@ -494,6 +495,7 @@ def test_the_sources_change_with_what_inputs_come_from_and_only_that(action, mon
                                "sparkfleet_run_group": "x", "ansible_facts": dict(facts)}},
         }
         change(task_vars)
+        plugin._peers_seen = None  # as each run of the action starts  # pylint: disable=protected-access
         return plugin._sources(task_vars)  # pylint: disable=protected-access
 
     same = sources()
@@ -501,13 +503,18 @@ def test_the_sources_change_with_what_inputs_come_from_and_only_that(action, mon
     for unrelated in (lambda v: v["hostvars"]["w"].update(omit="__omit_2", sparkfleet_run_group="y"),
                       lambda v: v["hostvars"]["w"].update(__sparkfleet_applied={"due": ["java"]}),
                       lambda v: v["hostvars"]["m"]["ansible_facts"].update(uptime_seconds=99),
-                      lambda v: v["groups"].update(sparkfleet_unchanged=["m"])):
+                      lambda v: v["groups"].update(sparkfleet_unchanged=["m"]),
+                      # Docker's bridge, once the engine runs.
+                      lambda v: v["hostvars"]["m"]["ansible_facts"].update(
+                          interfaces=["eth0", "docker0"], docker0={"ipv4": {"address": "172.17.0.1"}},
+                          all_ipv4_addresses=["10.0.0.2", "172.17.0.1"])):
         assert sources(unrelated) == same
     for related in (lambda v: v["hostvars"]["w"].update(spark_version="3.5.8"),
                     lambda v: v["hostvars"]["m"].update(ansible_host="10.0.0.9"),
                     lambda v: v["groups"].update(spark_workers=["w", "m"]),
                     lambda v: v["hostvars"]["m"]["ansible_facts"].update(memtotal_mb=8192),
-                    lambda v: v["hostvars"]["w"]["ansible_facts"]["default_ipv4"].update(address="10.0.0.7")):
+                    lambda v: v["hostvars"]["w"]["ansible_facts"]["default_ipv4"].update(address="10.0.0.7"),
+                    lambda v: v["hostvars"]["w"]["ansible_facts"]["eth0"]["ipv4"].update(address="10.0.0.7")):
         assert sources(related) != same
     monkeypatch.setenv("HOME", "/elsewhere")  # a lookup of the code reads it
     assert sources() != same

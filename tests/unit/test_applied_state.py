@@ -518,3 +518,28 @@ def test_the_sources_change_with_what_inputs_come_from_and_only_that(action, mon
         assert sources(related) != same
     monkeypatch.setenv("HOME", "/elsewhere")  # a lookup of the code reads it
     assert sources() != same
+
+
+def test_a_variable_that_calls_a_lookup_enters_the_sources_as_what_it_reads(action, tmp_path):
+    """A variable as written stands for its value, but for one that reads a file on the controller
+    (a CA certificate kept beside the inventory): the file may change under the same text."""
+    from ansible.parsing.dataloader import DataLoader  # pylint: disable=import-outside-toplevel
+    from ansible.template import Templar  # pylint: disable=import-outside-toplevel
+    from ansible.template import trust_as_template  # pylint: disable=import-outside-toplevel
+    import types  # pylint: disable=import-outside-toplevel
+    task = types.SimpleNamespace(args={"sources": True}, check_mode=False, async_val=0,
+                                 action="sparkfleet.cluster.applied_state")
+    plugin = action.ActionModule(task, None, None, DataLoader(), Templar(loader=DataLoader()), None)
+    ca = tmp_path / "corporate-ca.crt"
+    written = trust_as_template("{{ lookup('ansible.builtin.file', '%s') }}" % ca)
+
+    def sources():
+        plugin._peers_seen = None  # pylint: disable=protected-access
+        return plugin._sources({"groups": {"all": ["m"]},  # pylint: disable=protected-access
+                                "hostvars": {"m": {"extra_ca_certificates": [written]}}})
+
+    ca.write_text("first\n")
+    first = sources()
+    assert sources() == first
+    ca.write_text("second\n")
+    assert sources() != first

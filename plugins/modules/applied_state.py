@@ -258,9 +258,10 @@ def _check(module, directory, role, want, drift=True):
     if sorted(json.dumps(p) for p in want.get("probes", [])) != sorted(record.get("probes", {})):
         reasons.append("its probes changed")
     reasons.extend(_drift(module, record, want.get("units", []), want.get("packages", [])))
-    if not reasons and [record.get("units"), record.get("packages")] != [want.get("units", []), want.get("packages", [])]:
+    if (not reasons and not module.check_mode
+            and [record.get("units"), record.get("packages")] != [want.get("units", []), want.get("packages", [])]):
         # A record written before records named their units and packages: the role is as declared
-        # (not due), so they are the ones it applied; the run's scan needs them.
+        # (not due), so they are the ones it applied; the run's scan needs them. Check mode writes nothing.
         record.update(units=want.get("units", []), packages=want.get("packages", []))
         _save(directory, role, record)
     return reasons

@@ -470,6 +470,9 @@ def test_a_record_older_than_its_units_and_packages_gets_them_when_the_role_is_n
     saved = json.loads((host / "records" / "app.json").read_text())
     del saved["units"], saved["packages"]
     (host / "records" / "app.json").write_text(json.dumps(saved))
+    # Check mode writes nothing.
+    args = {"state": "check", "path": str(host / "records"), "roles": {"app": want}, "_ansible_check_mode": True}
+    assert run(args, host)["due"] == [] and "units" not in json.loads((host / "records" / "app.json").read_text())
     assert check(host, want)["due"] == []
     saved = json.loads((host / "records" / "app.json").read_text())
     assert [saved["units"], saved["packages"]] == [want["units"], want["packages"]]

@@ -468,7 +468,7 @@ class ActionModule(ActionBase):
                 if (name in NOT_INPUTS or name in produced or name in facts or name in ("omit", "module_setup")
                         or name.startswith("ansible_") and name not in ("ansible_host", "ansible_port", "ansible_user")):
                     continue
-                if DYNAMIC.search(to_text(value, errors="replace")) and "lookup(" in to_text(value, errors="replace"):
+                if "lookup(" in to_text(value, errors="replace"):
                     value = self._template(self._templar.copy_with_new_env(available_variables=raw), value)
                 variables[name] = value
             hosts[host] = {"vars": variables, "peer": peers.get(host),

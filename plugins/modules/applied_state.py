@@ -270,10 +270,8 @@ def _check(module, directory, role, want, drift=True):
 def _scan(module, directory, sources):
     """Whether the host is as the last whole run left it: the same sources, each role's record
     as that run left it, and no drift in any of them (one systemctl and one dpkg call for all)."""
-    try:
-        with open(_record_path(directory, RUN), "rb") as handle:
-            run = json.loads(handle.read())
-    except (OSError, ValueError):
+    run = _read(directory, RUN)
+    if run is None:
         return ["no record of a run that went through every layer"]
     if run.get("sources") != sources:
         return ["what the roles' inputs come from changed since the last whole run"]

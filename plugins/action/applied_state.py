@@ -49,6 +49,7 @@ import hashlib
 import json
 import os
 import re
+import shlex
 
 from ansible import constants as C
 from ansible.errors import AnsibleError
@@ -57,6 +58,7 @@ from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.plugins.action import ActionBase
 from ansible.vars.hostvars import HostVars
 from ansible_collections.sparkfleet.cluster.plugins.filter.addresses import host_addresses
+from ansible_collections.sparkfleet.cluster.plugins.module_utils import applied_state as host_side
 
 COLLECTION = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ROLES = os.path.join(COLLECTION, "roles")
@@ -101,6 +103,34 @@ NAMED_FACT = re.compile(r"ansible_facts(?:\.|\[['\"])([a-z_][a-z0-9_]*)|\bansibl
 UNCHANGED_GROUP = "sparkfleet_unchanged"
 
 _CACHE = {}
+
+
+def _host_side():
+    """The text of the host side's module utilities, sent as it is to the host's interpreter."""
+    if "host_side" not in _CACHE:
+        with open(host_side.__file__, encoding="utf-8") as handle:
+            _CACHE["host_side"] = handle.read()
+    return _CACHE["host_side"]
+
+
+def _scan_command(python, path, sources):
+    """The scan as a shell command: the host side (module_utils/applied_state.py) run by a plain
+    interpreter. A module's start (AnsiballZ, Ansible's module framework) cost more of the host's
+    CPU than the scan itself, and a no-op run makes this one call on every host."""
+    script = "%s\nprint(json.dumps(scan(%r, %r)))\n" % (_host_side(), path, sources)
+    return "%s -I -c %s" % (shlex.quote(python), shlex.quote(script))
+
+
+def _scan_reasons(rc, stdout, stderr, python):
+    """Why the host is not as the last whole run left it (none: it is). A scan that did not answer
+    leaves that unknown: the host goes through the layers, whose gates say more."""
+    try:
+        reasons = json.loads(stdout.strip().splitlines()[-1]) if rc == 0 else None
+    except (ValueError, IndexError):
+        reasons = None
+    if isinstance(reasons, list):
+        return reasons
+    return ["the scan did not answer (%s, rc %s): %s" % (python, rc, stderr.strip()[-300:])]
 
 
 def _applied_marker():
@@ -484,10 +514,14 @@ class ActionModule(ActionBase):
         """Whether the host is as the last whole run left it; if so, it joins sparkfleet_unchanged."""
         if not boolean(self._templar.template(task_vars.get("sparkfleet_skip_unchanged", True)), strict=False):
             return dict(result, changed=False, unchanged=False, reasons=["sparkfleet_skip_unchanged is false"])
-        answer = self._execute_module(module_name="sparkfleet.cluster.applied_state",
-                                      module_args=dict(state="scan", path=path, sources=sources), task_vars=task_vars)
-        result.update(answer)
-        if answer.get("unchanged"):
+        # The interpreter the host's modules run with: set, or found by an earlier run's discovery.
+        python = self._templar.template(task_vars.get("ansible_python_interpreter") or "auto")
+        if python.startswith("auto"):
+            python = task_vars.get("ansible_facts", {}).get("discovered_interpreter_python") or "/usr/bin/python3"
+        answer = self._low_level_execute_command(_scan_command(python, path, sources), sudoable=True)
+        reasons = _scan_reasons(answer["rc"], answer["stdout"], answer["stderr"], python)
+        result.update(changed=False, unchanged=not reasons, reasons=reasons[:host_side.MAX_REASONS])
+        if not reasons:
             result.update(add_group=UNCHANGED_GROUP, parent_groups=["all"])
         return result
 

@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import pytest
+from conftest import RoleRenderer
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MODULE = os.path.join(ROOT, "plugins", "modules", "applied_state.py")
@@ -16,8 +17,10 @@ def run(args, tmp_path):
     """Run the module as Ansible would (its arguments in a JSON file), return its answer."""
     args_file = tmp_path / "args.json"
     args_file.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": args}))
+    # The collection's module utilities importable by their FQCN, as AnsiballZ bundles them.
+    path = [os.path.join(ROOT, "collections")] + [p for p in sys.path if p]
     out = subprocess.run([sys.executable, MODULE, str(args_file)], capture_output=True, text=True, check=False,
-                         env=dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p)))
+                         env=dict(os.environ, PYTHONPATH=os.pathsep.join(path)))
     return json.loads(out.stdout)
 
 
@@ -125,12 +128,16 @@ def test_a_missing_package_makes_the_role_due(host):
 
 # The controller side: what counts as a role's code and inputs.
 
-@pytest.fixture
-def action():
+def _action():
     from conftest import _init_plugin_loader  # pylint: disable=import-outside-toplevel
     _init_plugin_loader()  # the collection's plugins by their FQCN, as in a run
     from ansible_collections.sparkfleet.cluster.plugins.action import applied_state  # pylint: disable=import-outside-toplevel
     return applied_state
+
+
+@pytest.fixture
+def action():
+    return _action()
 
 
 def test_a_role_includes_the_roles_its_tasks_call(action):
@@ -193,14 +200,14 @@ def test_a_value_of_the_roles_files_is_fingerprinted_by_its_text_unless_it_reads
 
 def test_a_file_whose_signature_is_recorded_is_not_read_again(host, action):
     """The recorded checksum stands for a file whose size, times and inode are the record's."""
-    from ansible_collections.sparkfleet.cluster.plugins.modules import applied_state as module  # pylint: disable=import-outside-toplevel
+    from ansible_collections.sparkfleet.cluster.plugins.module_utils import applied_state as host_side  # pylint: disable=import-outside-toplevel
     conf = str(host / "etc" / "app" / "app.conf")
-    state, signatures = module._files_state([conf])
-    assert state[conf] == module._sha1(conf)
+    state, signatures = host_side.files_state([conf])
+    assert state[conf] == host_side.sha1(conf)
     known = {conf: ("recorded-checksum", signatures[conf])}
-    assert module._files_state([conf], known)[0][conf] == "recorded-checksum"
+    assert host_side.files_state([conf], known)[0][conf] == "recorded-checksum"
     (host / "etc" / "app" / "app.conf").write_text("port = 3\n")
-    assert module._files_state([conf], known)[0][conf] == module._sha1(conf)
+    assert host_side.files_state([conf], known)[0][conf] == host_side.sha1(conf)
 
 
 def test_what_a_role_recorded_in_the_local_facts_is_no_input(action):
@@ -342,30 +349,30 @@ def test_a_role_that_issues_a_certificate_declares_it_and_its_renewal(action, ro
     # Declared itself, or in a declared directory.
     for path in (certificate, key):
         assert [f for f in declared["files"] if path == f or path.startswith(f.rstrip("/") + "/")], (path, declared["files"])
-    assert len(probes) == 1 and probes[0][:2] == ["python3", "-c"] and probes[0][-1] == "30", declared.get("probes")
+    assert len(probes) == 1 and probes[0][:5] == ["openssl", "x509", "-noout", "-checkend", str(30 * 86400)], declared.get("probes")
 
 
 def test_the_renewal_probe_answers_otherwise_within_the_window_and_without_the_certificate(action, tmp_path):
     import datetime  # pylint: disable=import-outside-toplevel
-    import yaml  # pylint: disable=import-outside-toplevel
     from cryptography import x509  # pylint: disable=import-outside-toplevel
-    from cryptography.hazmat.primitives import hashes  # pylint: disable=import-outside-toplevel
+    from cryptography.hazmat.primitives import hashes, serialization  # pylint: disable=import-outside-toplevel
     from cryptography.hazmat.primitives.asymmetric import ec  # pylint: disable=import-outside-toplevel
-    check = yaml.safe_load(open(os.path.join(ROOT, "roles", "pki", "vars", "main.yml"), encoding="utf-8"))["__pki_renewal_check"]
+    from ansible_collections.sparkfleet.cluster.plugins.module_utils import applied_state as host_side  # pylint: disable=import-outside-toplevel
     key = ec.generate_private_key(ec.SECP256R1())
     name = x509.Name([x509.NameAttribute(x509.oid.NameOID.COMMON_NAME, "h1")])
     now = datetime.datetime.now(datetime.timezone.utc)
     cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
             .serial_number(1).not_valid_before(now).not_valid_after(now + datetime.timedelta(days=60)).sign(key, hashes.SHA256()))
     path = tmp_path / "h1.crt"
-    path.write_bytes(cert.public_bytes(__import__("cryptography.hazmat.primitives.serialization", fromlist=["Encoding"]).Encoding.PEM))
+    path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
 
     def answer(cert_path, days):
-        out = subprocess.run([sys.executable, "-c", check, str(cert_path), str(days)], capture_output=True, text=True, check=False)
-        return out.returncode, out.stdout.strip()
+        probe = RoleRenderer("pki", extra={"pki_cert_renew_days": days}).value("__pki_renewal_probe + ['%s']" % cert_path)
+        # As the records and the scan run it.
+        return host_side.run_command(probe)
 
-    assert answer(path, 30) == (0, "True")
-    assert answer(path, 90) == (0, "False")
+    assert answer(path, 30) == (0, "Certificate will not expire\n")
+    assert answer(path, 90) == (1, "Certificate will expire\n")
     assert answer(tmp_path / "gone.crt", 30)[0] != 0
 
 
@@ -416,7 +423,12 @@ def test_the_main_pass_takes_what_the_preflight_read_until_a_role_was_due(action
 # The run's record: a host as the last whole run left it is left out of site.yml's plays.
 
 def scan(host, sources="s1"):
-    return run({"state": "scan", "path": str(host / "records"), "sources": sources}, host)
+    """The scan as the action runs it on a host: its command, through a shell, and its answer read."""
+    action = _action()
+    out = subprocess.run(action._scan_command(sys.executable, str(host / "records"), sources), shell=True,
+                         capture_output=True, text=True, check=False)
+    reasons = action._scan_reasons(out.returncode, out.stdout, out.stderr, sys.executable)
+    return {"unchanged": not reasons, "reasons": reasons}
 
 
 def mark(host, sources="s1", roles=("app",)):
@@ -426,7 +438,7 @@ def mark(host, sources="s1", roles=("app",)):
 
 def test_a_host_is_unchanged_only_as_the_last_whole_run_left_it(host):
     answer = scan(host)
-    assert [answer["changed"], answer["unchanged"]] == [False, False]
+    assert answer["unchanged"] is False
     assert answer["reasons"] == ["no record of a run that went through every layer"]
     record(host, declared(host))
     assert mark(host)["marked"] == ["app"]
@@ -443,6 +455,21 @@ def test_a_host_is_unchanged_only_as_the_last_whole_run_left_it(host):
     # A role the run's gates listed without a record (it declares nothing): never unchanged.
     mark(host, roles=("app", "undeclared"))
     assert scan(host)["reasons"] == ["undeclared was applied since the last whole run, or declares nothing to check"]
+
+
+def test_the_scan_runs_on_a_plain_interpreter_and_a_silent_one_leaves_the_host_in(host):
+    """The host side needs the standard library only (the host's python3, isolated: no Ansible
+    there); a scan that does not answer never makes a host unchanged."""
+    python = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
+    record(host, declared(host))
+    mark(host)
+    action = _action()
+    for interpreter, unchanged in ((python, True), (str(host / "no-python"), False)):
+        out = subprocess.run(action._scan_command(interpreter, str(host / "records"), "s1"), shell=True,
+                             capture_output=True, text=True, check=False, env={"PATH": "/usr/bin:/bin"})
+        reasons = action._scan_reasons(out.returncode, out.stdout, out.stderr, interpreter)
+        assert (reasons == []) is unchanged, reasons
+    assert reasons[0].startswith("the scan did not answer (%s, rc 127)" % (host / "no-python"))
 
 
 def test_the_scan_checks_the_recorded_probes_and_packages(host):

@@ -114,11 +114,13 @@ def _host_side():
 
 
 def _scan_command(python, path, sources):
-    """The scan as a shell command: the host side (module_utils/applied_state.py) run by a plain
-    interpreter. A module's start (AnsiballZ, Ansible's module framework) cost more of the host's
-    CPU than the scan itself, and a no-op run makes this one call on every host."""
+    """The scan as a shell command and the script it reads on its standard input (as a pipelined
+    module is sent: not in the command line, which sudo logs): the host side
+    (module_utils/applied_state.py) run by a plain interpreter. A module's start (AnsiballZ,
+    Ansible's module framework) cost more of the host's CPU than the scan itself, and a no-op run
+    makes this one call on every host."""
     script = "%s\nprint(json.dumps(scan(%r, %r)))\n" % (_host_side(), path, sources)
-    return "%s -I -c %s" % (shlex.quote(python), shlex.quote(script))
+    return "%s -I -" % shlex.quote(python), script
 
 
 def _scan_reasons(rc, stdout, stderr, python):
@@ -518,7 +520,8 @@ class ActionModule(ActionBase):
         python = self._templar.template(task_vars.get("ansible_python_interpreter") or "auto")
         if python.startswith("auto"):
             python = task_vars.get("ansible_facts", {}).get("discovered_interpreter_python") or "/usr/bin/python3"
-        answer = self._low_level_execute_command(_scan_command(python, path, sources), sudoable=True)
+        command, script = _scan_command(python, path, sources)
+        answer = self._low_level_execute_command(command, in_data=script, sudoable=True)
         reasons = _scan_reasons(answer["rc"], answer["stdout"], answer["stderr"], python)
         result.update(changed=False, unchanged=not reasons, reasons=reasons[:host_side.MAX_REASONS])
         if not reasons:

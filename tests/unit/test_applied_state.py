@@ -425,8 +425,8 @@ def test_the_main_pass_takes_what_the_preflight_read_until_a_role_was_due(action
 def scan(host, sources="s1"):
     """The scan as the action runs it on a host: its command, through a shell, and its answer read."""
     action = _action()
-    out = subprocess.run(action._scan_command(sys.executable, str(host / "records"), sources), shell=True,
-                         capture_output=True, text=True, check=False)
+    command, script = action._scan_command(sys.executable, str(host / "records"), sources)
+    out = subprocess.run(command, input=script, shell=True, capture_output=True, text=True, check=False)
     reasons = action._scan_reasons(out.returncode, out.stdout, out.stderr, sys.executable)
     return {"unchanged": not reasons, "reasons": reasons}
 
@@ -465,8 +465,9 @@ def test_the_scan_runs_on_a_plain_interpreter_and_a_silent_one_leaves_the_host_i
     mark(host)
     action = _action()
     for interpreter, unchanged in ((python, True), (str(host / "no-python"), False)):
-        out = subprocess.run(action._scan_command(interpreter, str(host / "records"), "s1"), shell=True,
-                             capture_output=True, text=True, check=False, env={"PATH": "/usr/bin:/bin"})
+        command, script = action._scan_command(interpreter, str(host / "records"), "s1")
+        out = subprocess.run(command, input=script, shell=True, capture_output=True, text=True, check=False,
+                             env={"PATH": "/usr/bin:/bin"})
         reasons = action._scan_reasons(out.returncode, out.stdout, out.stderr, interpreter)
         assert (reasons == []) is unchanged, reasons
     assert reasons[0].startswith("the scan did not answer (%s, rc 127)" % (host / "no-python"))

@@ -72,6 +72,8 @@ return location.origin + config.baseUrl + 'lab?reset';
 """
 # The main area's current document tab (the side bars' tabs are current too, but no document's).
 CURRENT_TAB = "li.lm-mod-current[data-type='document-title']"
+# What the notebook's toolbar names while it has no kernel session (yet).
+NO_KERNEL = "No Kernel"
 READ_SAVED = """
 const [path, done] = arguments;
 const config = JSON.parse(document.getElementById('jupyter-config-data').textContent);
@@ -258,18 +260,24 @@ class Lab:
         return panel, path
 
     def wait_for_kernel(self, panel, kernel, timeout):
-        def ready(_driver):
+        def shown():
             names = self.css("[data-jp-item-name='kernelName']", panel)
             status = self.css(".jp-Notebook-ExecutionIndicator", panel)
-            state = status[0].get_attribute("data-status") if status else None
-            return (names[0].text.strip(), state) if names and state == "idle" else False
+            return (names[0].text.strip() if names else None,
+                    status[0].get_attribute("data-status") if status else None)
+
+        def ready(_driver):
+            name, state = shown()
+            # While the session starts, the toolbar names "No Kernel" and the indicator may already
+            # say idle (seen in CI on a loaded machine): not a kernel yet.
+            return (name, state) if name and name != NO_KERNEL and state == "idle" else False
 
         try:
             name, _state = self.wait(ready, timeout)
         except Exception:  # noqa: BLE001 - name the state it was left in
-            status = self.css(".jp-Notebook-ExecutionIndicator", panel)
-            raise AssertionError(f"the kernel {kernel!r} was not idle within {timeout}s (status "
-                                 f"{status[0].get_attribute('data-status') if status else 'not shown'})") from None
+            name, state = shown()
+            raise AssertionError(f"the kernel {kernel!r} was not idle within {timeout}s (the notebook shows "
+                                 f"{name or 'no kernel name'}, status {state or 'not shown'})") from None
         if name != kernel:
             raise AssertionError(f"the notebook's kernel is {name!r}, not {kernel!r}")
 

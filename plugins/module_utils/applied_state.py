@@ -4,7 +4,7 @@
 record, and look for drift (files, units, packages, probes).
 
 The module ``sparkfleet.cluster.applied_state`` imports it. The action of the same name also sends
-this file's text, as it is, to ``python3 -I -c`` for the scan (``scan``): the one call a no-op run
+this file's text, as it is, to ``python3 -I -`` for the scan (``scan``): the one call a no-op run
 makes on each host, where a module's start (AnsiballZ and Ansible's module framework) cost more
 CPU than the scan itself. So: standard library only, no Ansible import.
 """

@@ -422,12 +422,12 @@ def test_the_main_pass_takes_what_the_preflight_read_until_a_role_was_due(action
 
 # The run's record: a host as the last whole run left it is left out of site.yml's plays.
 
-def scan(host, sources="s1"):
+def scan(host, sources="s1", python=sys.executable, env=None):
     """The scan as the action runs it on a host: its command, through a shell, and its answer read."""
     action = _action()
-    command, script = action._scan_command(sys.executable, str(host / "records"), sources)
-    out = subprocess.run(command, input=script, shell=True, capture_output=True, text=True, check=False)
-    reasons = action._scan_reasons(out.returncode, out.stdout, out.stderr, sys.executable)
+    command, script = action._scan_command(python, str(host / "records"), sources)
+    out = subprocess.run(command, input=script, shell=True, capture_output=True, text=True, check=False, env=env)
+    reasons = action._scan_reasons(out.returncode, out.stdout, out.stderr, python)
     return {"unchanged": not reasons, "reasons": reasons}
 
 
@@ -463,12 +463,8 @@ def test_the_scan_runs_on_a_plain_interpreter_and_a_silent_one_leaves_the_host_i
     python = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
     record(host, declared(host))
     mark(host)
-    action = _action()
     for interpreter, unchanged in ((python, True), (str(host / "no-python"), False)):
-        command, script = action._scan_command(interpreter, str(host / "records"), "s1")
-        out = subprocess.run(command, input=script, shell=True, capture_output=True, text=True, check=False,
-                             env={"PATH": "/usr/bin:/bin"})
-        reasons = action._scan_reasons(out.returncode, out.stdout, out.stderr, interpreter)
+        reasons = scan(host, python=interpreter, env={"PATH": "/usr/bin:/bin"})["reasons"]
         assert (reasons == []) is unchanged, reasons
     assert reasons[0].startswith("the scan did not answer (%s, rc 127)" % (host / "no-python"))
 

@@ -1,13 +1,19 @@
 # -*- coding: utf-8 -*-
 # Copyright: sparkfleet contributors
 # Apache License 2.0
-"""Rolling restarts: split the hosts that restart a daemon into ordered batches.
+"""The service role's filters.
 
 ``service_batches(hosts, size=1)``
-    ``hosts`` (a list, kept in its order) cut into consecutive batches of ``size``
-    hosts. ``size`` is a positive integer, or a percentage string (``"25%"``) of
+    Rolling restarts: ``hosts`` (a list, kept in its order) cut into consecutive batches of
+    ``size`` hosts. ``size`` is a positive integer, or a percentage string (``"25%"``) of
     the number of hosts, rounded down and never below one host. An empty list
     gives no batch.
+
+``service_unit_files(units)``
+    The ``sparkfleet.cluster.files`` entries of rendered units: each unit's
+    ``/etc/systemd/system/<name>.service`` and, for a unit with a ``timer``, its ``.timer``,
+    rendered from the service role's templates with the unit as ``item``, root's, 0644, kept
+    (backup) for a revert.
 """
 
 from __future__ import annotations
@@ -47,6 +53,18 @@ def service_batches(hosts, size=1):
     return [hosts[i:i + step] for i in range(0, len(hosts), step)]
 
 
+def service_unit_files(units):
+    if isinstance(units, (str, bytes, dict)) or not hasattr(units, "__iter__"):
+        raise AnsibleFilterError(f"service_unit_files expects a list of units, got {units!r}")
+    entries = []
+    for unit in units:
+        kinds = ["service"] + (["timer"] if unit.get("timer") is not None else [])
+        entries.extend({"path": f"/etc/systemd/system/{unit['name']}.{kind}", "template": f"unit.{kind}.j2",
+                        "vars": {"item": unit}, "owner": "root", "group": "root", "mode": "0644", "backup": True}
+                       for kind in kinds)
+    return entries
+
+
 class FilterModule(object):
     def filters(self):
-        return {"service_batches": service_batches}
+        return {"service_batches": service_batches, "service_unit_files": service_unit_files}

@@ -3,7 +3,9 @@ role's vars/main.yml sorts them (what is rendered, removed, or only stopped and 
 
 import pytest
 
-from conftest import RoleRenderer
+from conftest import RoleRenderer, load_plugin
+
+service_unit_files = load_plugin("filter", "service_batches").service_unit_files
 
 SPARK = {"name": "spark-worker", "description": "Spark worker", "exec_start": "/opt/spark/sbin/w", "wanted": True}
 OLD = {"name": "spark-history", "description": "history", "exec_start": "/opt/spark/sbin/h", "wanted": False}
@@ -53,8 +55,10 @@ def _restart(units, restart, rendered_changed=(), started_changed=()):
     extra = {
         "service_units": units,
         "service_restart": list(restart),
-        "__service_rendered": {"results": [{"item": u, "changed": u["name"] in rendered_changed}
-                                           for u in units if u["wanted"] and not u.get("packaged")]},
+        # As the files module answers for the filter's entries: one result per unit file, in order.
+        "__service_rendered": {"results": [
+            {"path": entry["path"], "changed": entry["path"].rsplit("/", 1)[1] in rendered_changed}
+            for entry in service_unit_files([u for u in units if u["wanted"] and not u.get("packaged")])]},
         "__service_started": {"results": [{"item": u, "changed": u["name"] in started_changed}
                                           for u in units if u["wanted"]]},
     }
@@ -76,7 +80,7 @@ def test_an_unwanted_packaged_unit_is_not_restarted():
 
 def test_callers_order_then_changed_unit_files():
     units = [SPARK, DOCKER]
-    assert _restart(units, ["docker"], rendered_changed=["spark-worker"]) == ["docker", "spark-worker"]
+    assert _restart(units, ["docker"], rendered_changed=["spark-worker.service"]) == ["docker", "spark-worker"]
 
 
 def test_no_rendered_unit_at_all():
@@ -110,9 +114,20 @@ JOB = {"name": "sparkfleet-registry-gc", "description": "GC", "exec_start": "/us
 
 
 def test_a_job_restarts_as_its_timer_never_as_its_service():
-    assert _restart([SPARK, JOB], [], rendered_changed=["sparkfleet-registry-gc", "spark-worker"]) == [
+    assert _restart([SPARK, JOB], [], rendered_changed=["sparkfleet-registry-gc.timer", "spark-worker.service"]) == [
         "spark-worker", "sparkfleet-registry-gc.timer"]
+    assert _restart([SPARK, JOB], [], rendered_changed=["sparkfleet-registry-gc.service"]) == [
+        "sparkfleet-registry-gc.timer"]
     assert _restart([SPARK, JOB], ["spark-worker"]) == ["spark-worker"]
+
+
+def test_each_unit_file_is_one_entry_a_jobs_service_before_its_timer():
+    entries = service_unit_files([SPARK, JOB])
+    assert [(e["path"], e["template"], e["vars"]["item"]["name"]) for e in entries] == [
+        ("/etc/systemd/system/spark-worker.service", "unit.service.j2", "spark-worker"),
+        ("/etc/systemd/system/sparkfleet-registry-gc.service", "unit.service.j2", "sparkfleet-registry-gc"),
+        ("/etc/systemd/system/sparkfleet-registry-gc.timer", "unit.timer.j2", "sparkfleet-registry-gc")]
+    assert {(e["owner"], e["group"], e["mode"], e["backup"]) for e in entries} == {("root", "root", "0644", True)}
 
 
 def test_a_job_is_a_oneshot_service_without_restart_or_install():

@@ -310,9 +310,7 @@ def _apply(module, entry, result):
                              results=result["done"])
         changed = _write(module, entry, result)
         if module.check_mode and changed:
-            return True
-        if module.check_mode and not os.path.exists(path):
-            return True
+            return True  # nothing was written: no attributes to set
     return _attributes(module, entry, changed)
 
 

@@ -14,6 +14,11 @@
     ``/etc/systemd/system/<name>.service`` and, for a unit with a ``timer``, its ``.timer``,
     rendered from the service role's templates with the unit as ``item``, root's, 0644, kept
     (backup) for a revert.
+
+``service_unit_names(names, timers)``
+    What systemd starts, enables and restarts for each unit of ``names``: the name, or
+    ``<name>.timer`` for a unit in ``timers`` (a timer's unit runs on its schedule; a restart
+    of the service would run it now). Order kept.
 """
 
 from __future__ import annotations
@@ -65,6 +70,14 @@ def service_unit_files(units):
     return entries
 
 
+def service_unit_names(names, timers):
+    if isinstance(names, (str, bytes, dict)) or not hasattr(names, "__iter__"):
+        raise AnsibleFilterError(f"service_unit_names expects a list of unit names, got {names!r}")
+    timers = set(timers)
+    return [f"{name}.timer" if name in timers else name for name in names]
+
+
 class FilterModule(object):
     def filters(self):
-        return {"service_batches": service_batches, "service_unit_files": service_unit_files}
+        return {"service_batches": service_batches, "service_unit_files": service_unit_files,
+                "service_unit_names": service_unit_names}

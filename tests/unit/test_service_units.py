@@ -59,8 +59,9 @@ def _restart(units, restart, rendered_changed=(), started_changed=()):
         "__service_rendered": {"results": [
             {"path": entry["path"], "changed": entry["path"].rsplit("/", 1)[1] in rendered_changed}
             for entry in service_unit_files([u for u in units if u["wanted"] and not u.get("packaged")])]},
-        "__service_started": {"results": [{"item": u, "changed": u["name"] in started_changed}
-                                          for u in units if u["wanted"]]},
+        # As the units module answers: the wanted units it found down and started (a timer's as its .timer).
+        "__service_state": {"started": [u["name"] + (".timer" if "timer" in u else "") for u in units
+                                        if u["wanted"] and u["name"] in started_changed]},
     }
     return RoleRenderer("service", extra=extra).value("__service_to_restart")
 
@@ -85,7 +86,7 @@ def test_callers_order_then_changed_unit_files():
 
 def test_no_rendered_unit_at_all():
     extra = {"service_units": [DOCKER], "service_restart": ["docker"],
-             "__service_rendered": {"results": [], "skipped": True}, "__service_started": {"results": []}}
+             "__service_rendered": {"results": [], "skipped": True}, "__service_state": {"started": []}}
     assert RoleRenderer("service", extra=extra).value("__service_to_restart") == ["docker"]
 
 
@@ -119,6 +120,17 @@ def test_a_job_restarts_as_its_timer_never_as_its_service():
     assert _restart([SPARK, JOB], [], rendered_changed=["sparkfleet-registry-gc.service"]) == [
         "sparkfleet-registry-gc.timer"]
     assert _restart([SPARK, JOB], ["spark-worker"]) == ["spark-worker"]
+
+
+def test_a_job_just_started_as_its_timer_is_not_restarted():
+    assert _restart([SPARK, JOB], [], rendered_changed=["sparkfleet-registry-gc.timer", "spark-worker.service"],
+                    started_changed=["sparkfleet-registry-gc"]) == ["spark-worker"]
+
+
+def test_the_wanted_units_start_a_job_as_its_timer():
+    units = [SPARK, JOB, OLD, DOCKER]
+    assert _value("__service_wanted_units", units) == ["spark-worker", "sparkfleet-registry-gc.timer", "docker"]
+    assert _value("__service_wanted_units", [SPARK]) == ["spark-worker"]
 
 
 def test_each_unit_file_is_one_entry_a_jobs_service_before_its_timer():

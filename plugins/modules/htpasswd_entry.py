@@ -11,7 +11,8 @@ short_description: The htpasswd line of one account (bcrypt or PBKDF2), keeping 
 version_added: 0.1.0
 description:
   - 'Returns the line C(<name>:<hash>) of O(name) with O(password): the one O(path) already holds for O(name)
-    when its hash is a hash of O(password) in O(scheme), else one with a new hash (a random salt). The same
+    when its hash is a hash of O(password) in O(scheme) (for bcrypt, of cost O(cost)), else one with a new hash
+    (a random salt). The same
     password therefore gives the same line on every run.'
   - 'Changes nothing. Write the line with C(ansible.builtin.copy) (with C(backup), so that the previous file can be
     put back, for example by the service role''s C(service_revert_files)); unlike C(community.general.htpasswd),
@@ -46,12 +47,20 @@ options:
     required: true
   scheme:
     description:
-      - C(bcrypt) (cost 12), what the Prometheus exporters' web configuration, nginx and the registry read.
+      - C(bcrypt) (cost O(cost)), what the Prometheus exporters' web configuration, nginx and the registry read.
       - 'C(pbkdf2-sha256), C(pbkdf2-sha256$<iterations>$<salt>$<hash>) (base64, a 16-byte random salt), what
         sparkfleet''s GPU exporter reads: the standard library checks it, no bcrypt needed on the host.'
     type: str
     choices: [bcrypt, pbkdf2-sha256]
     default: bcrypt
+  cost:
+    description:
+      - 'bcrypt''s work factor (4 to 31): each step doubles the time to check a password. A server that reads
+        the file checks the hash on every request (nginx keeps no cache): at 12 that is about 0.2 s of CPU
+        per request. A lower cost suits a long random secret, which cannot be guessed however cheap each
+        try is; a person''s password wants 12 or more.'
+    type: int
+    default: 12
 seealso:
   - module: community.general.htpasswd
 author:
@@ -161,16 +170,17 @@ def pbkdf2_entry(name, password, existing):
     return "%s:%s" % (name, Pbkdf2.hashpw(secret)), False
 
 
-def entry(name, password, existing, hasher):
-    """(line, kept): ``existing`` when it is a bcrypt hash of ``password``, else a new hash."""
+def entry(name, password, existing, hasher, cost=12):
+    """(line, kept): ``existing`` when it is a bcrypt hash of ``password`` of that cost, else a new hash."""
     secret = to_bytes(password)
-    if existing and existing.startswith(BCRYPT_PREFIXES):
+    # $2b$<cost, two digits>$<salt and hash>
+    if existing and existing.startswith(BCRYPT_PREFIXES) and existing[4:7] == "%02d$" % cost:
         try:
             if hasher.checkpw(secret, to_bytes(existing)):
                 return "%s:%s" % (name, existing), True
         except ValueError:
             pass  # a damaged hash: replaced below
-    return "%s:%s" % (name, to_text(hasher.hashpw(secret, hasher.gensalt(12)))), False
+    return "%s:%s" % (name, to_text(hasher.hashpw(secret, hasher.gensalt(cost)))), False
 
 
 def main():
@@ -180,10 +190,13 @@ def main():
             name=dict(type="str", required=True),
             password=dict(type="str", required=True, no_log=True),
             scheme=dict(type="str", default="bcrypt", choices=["bcrypt", "pbkdf2-sha256"]),
+            cost=dict(type="int", default=12),
         ),
         supports_check_mode=True,
     )
     scheme = module.params["scheme"]
+    if not 4 <= module.params["cost"] <= 31:
+        module.fail_json(msg="cost is bcrypt's work factor, 4 to 31: %r" % module.params["cost"])
     if scheme == "bcrypt" and not HAS_BCRYPT:
         module.fail_json(msg=missing_required_lib("bcrypt (Debian's python3-bcrypt)"))
     path, name = module.params["path"], module.params["name"]
@@ -199,7 +212,7 @@ def main():
     if scheme == "pbkdf2-sha256":
         line, kept = pbkdf2_entry(name, module.params["password"], current_hash(text, name))
     else:
-        line, kept = entry(name, module.params["password"], current_hash(text, name), bcrypt)
+        line, kept = entry(name, module.params["password"], current_hash(text, name), bcrypt, module.params["cost"])
     module.exit_json(changed=False, line=line, kept=kept)
 
 

@@ -114,3 +114,22 @@ def test_pbkdf2_lines_need_no_bcrypt_and_are_kept_while_they_match(tmp_path, cap
 def test_a_damaged_or_bcrypt_hash_is_replaced_by_a_pbkdf2_one(existing):
     line, kept = entry.pbkdf2_entry("prometheus", "pw", existing)
     assert kept is False and entry.Pbkdf2.checkpw(b"pw", line.split(":", 1)[1])
+
+
+def test_a_hash_of_another_cost_is_replaced_by_one_of_the_cost_asked(tmp_path, capsys):
+    path = tmp_path / "htpasswd"
+    hashed = FakeBcrypt.hashpw(b"s3cret", FakeBcrypt.gensalt(12)).decode()
+    path.write_text("sparkfleet:%s\n" % hashed)
+    code, result = run({"path": str(path), "name": "sparkfleet", "password": "s3cret", "cost": 5}, capsys)
+    assert code == 0 and result["kept"] is False
+    new = result["line"].split(":", 1)[1]
+    assert new.startswith("$2b$05$") and FakeBcrypt.checkpw(b"s3cret", new.encode())
+    path.write_text("sparkfleet:%s\n" % new)
+    code, result = run({"path": str(path), "name": "sparkfleet", "password": "s3cret", "cost": 5}, capsys)
+    assert result["kept"] is True and result["line"] == "sparkfleet:" + new
+
+
+@pytest.mark.parametrize("cost", [3, 32])
+def test_a_cost_bcrypt_does_not_take_is_refused(tmp_path, capsys, cost):
+    code, result = run({"path": str(tmp_path / "htpasswd"), "name": "sparkfleet", "password": "pw", "cost": cost}, capsys)
+    assert code == 1 and "4 to 31" in result["msg"]
